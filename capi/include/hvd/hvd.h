@@ -1,0 +1,262 @@
+/*
+ * hvd — collectives for data-parallel deep learning, behind one stable C ABI.
+ *
+ * Conventions (the whole header follows them):
+ *  - Every function returns an hvd_status except pure queries. HVD_OK is 0,
+ *    HVD_IN_PROGRESS is positive, errors are negative. After an error,
+ *    hvd_last_error() returns a one-line message for the calling thread.
+ *  - Parameters: the object acted on first (a handle, a tensor), outputs
+ *    last (the handle of an *_async call, the id of a new process set).
+ *  - Tensors are DLPack DLTensor structs (dlpack/dlpack.h). hvd never takes
+ *    ownership of caller memory; input and output must stay valid until the
+ *    operation completes (hvd_poll/hvd_wait returns something other than
+ *    HVD_IN_PROGRESS, or the callback has run).
+ *  - Option structs begin with struct_size and only grow at the end; always
+ *    initialise them with the matching *_INIT macro (or *_init function) so
+ *    that a binary built against an older header keeps working.
+ *  - Handles are opaque 64-bit integers that are never reused inside a
+ *    process. A stale, released or unknown handle is HVD_ERR_INVALID_ARGUMENT.
+ *  - Thread safety: every function may be called from any thread.
+ */
+#ifndef HVD_HVD_H
+#define HVD_HVD_H
+
+#include <dlpack/dlpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define HVD_API __declspec(dllexport)
+#else
+#define HVD_API __attribute__((visibility("default")))
+#endif
+
+/* ABI version: the SONAME carries HVD_VERSION_MAJOR. */
+#define HVD_VERSION_MAJOR 1
+#define HVD_VERSION_MINOR 0
+#define HVD_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum hvd_status {
+  HVD_OK = 0,
+  HVD_IN_PROGRESS = 1,              /* operation still running (hvd_poll) */
+  HVD_ERR_NOT_INITIALIZED = -1,     /* hvd_init has not been called */
+  HVD_ERR_INVALID_ARGUMENT = -2,    /* null pointer, bad dtype, bad handle... */
+  HVD_ERR_MISMATCH = -3,            /* ranks disagree on shape/dtype/op/root */
+  HVD_ERR_SHUT_DOWN = -4,           /* hvd was (or is being) shut down */
+  HVD_ERR_BACKEND = -5,             /* MPI/Gloo/NCCL reported an error */
+  HVD_ERR_PEER_LOST = -6,           /* another rank died or disconnected */
+  HVD_ERR_TIMEOUT = -7,             /* a wait or a peer exceeded its timeout */
+  HVD_ERR_UNSUPPORTED = -8,         /* not available in this build/backend */
+  HVD_ERR_INTERNAL = -9,            /* a bug in hvd; please report it */
+  HVD_ERR_ALREADY_INITIALIZED = -10 /* hvd_init called twice */
+} hvd_status;
+
+/* Static string naming a status ("HVD_ERR_MISMATCH: ..."); never NULL. */
+HVD_API const char* hvd_status_string(hvd_status status);
+
+/* The message of the last error on this thread ("" if none); valid until the
+ * next hvd call on this thread. */
+HVD_API const char* hvd_last_error(void);
+
+/* "1.0.0" */
+HVD_API const char* hvd_version(void);
+
+/* ------------------------------------------------------------------- init */
+
+typedef enum hvd_backend {
+  HVD_BACKEND_AUTO = 0, /* MPI when launched by mpirun and built, else Gloo */
+  HVD_BACKEND_MPI = 1,
+  HVD_BACKEND_GLOO = 2
+} hvd_backend;
+
+typedef struct hvd_init_options {
+  size_t struct_size;     /* sizeof(hvd_init_options) */
+  hvd_backend controller; /* negotiation backend; overrides HVD_CONTROLLER */
+  hvd_backend cpu_operations; /* CPU data backend; overrides HVD_CPU_OPERATIONS */
+  int use_mpi_comm;       /* non-zero: run on mpi_comm instead of MPI_COMM_WORLD */
+  int mpi_comm;           /* Fortran handle (MPI_Comm_c2f, mpi4py comm.py2f()) */
+} hvd_init_options;
+
+#define HVD_INIT_OPTIONS_INIT \
+  { sizeof(hvd_init_options), HVD_BACKEND_AUTO, HVD_BACKEND_AUTO, 0, 0 }
+
+HVD_API void hvd_init_options_init(hvd_init_options* opts);
+
+/* Start hvd with the configuration from HVD_* (or HOROVOD_*) variables.
+ * Collective: every rank of the job must call it. */
+HVD_API hvd_status hvd_init(void);
+HVD_API hvd_status hvd_init_with(const hvd_init_options* opts);
+/* Run on a communicator the caller owns (Fortran handle). The caller keeps
+ * ownership and must not free it before hvd_shutdown. */
+HVD_API hvd_status hvd_init_mpi_comm(int fortran_comm);
+
+/* Finish pending work with HVD_ERR_SHUT_DOWN, stop the background thread,
+ * release backends. hvd_init may be called again afterwards. */
+HVD_API hvd_status hvd_shutdown(void);
+
+HVD_API int hvd_is_initialized(void);
+
+/* Topology queries: -1 when not initialised (hvd_last_error says why). */
+HVD_API int hvd_rank(void);
+HVD_API int hvd_size(void);
+HVD_API int hvd_local_rank(void);
+HVD_API int hvd_local_size(void);
+HVD_API int hvd_cross_rank(void);
+HVD_API int hvd_cross_size(void);
+
+/* Build and run-time facts: 1 yes, 0 no. */
+HVD_API int hvd_mpi_threads_supported(void);
+HVD_API int hvd_mpi_enabled(void);  /* MPI in use by this job */
+HVD_API int hvd_gloo_enabled(void); /* Gloo in use by this job */
+HVD_API int hvd_mpi_built(void);
+HVD_API int hvd_gloo_built(void);
+HVD_API int hvd_nccl_built(void);
+HVD_API int hvd_cuda_built(void);
+
+/* -------------------------------------------------------------- operations */
+
+typedef int64_t hvd_handle;
+
+typedef enum hvd_reduce_op {
+  HVD_OP_SUM = 0,
+  HVD_OP_AVERAGE = 1,
+  HVD_OP_MIN = 2,
+  HVD_OP_MAX = 3,
+  HVD_OP_PRODUCT = 4
+} hvd_reduce_op;
+
+/* Called once from hvd's background thread when an operation finishes
+ * (successfully or not). It must not block; it may call hvd_poll/hvd_release
+ * on its own handle. */
+typedef void (*hvd_callback)(hvd_handle handle, hvd_status status, void* user_data);
+
+/* Allocates the result of an operation whose output size is known only after
+ * negotiation (allgather, alltoall). Return a pointer to `bytes` bytes of
+ * memory on `device` that stays valid until the caller frees it, or NULL to
+ * fail the operation. Called from hvd's background thread. */
+typedef void* (*hvd_allocator)(size_t bytes, const int64_t* shape, int ndim, DLDataType dtype,
+                               DLDevice device, void* user_data);
+
+typedef struct hvd_op_options {
+  size_t struct_size;        /* sizeof(hvd_op_options) */
+  double prescale_factor;    /* multiply inputs before reducing (default 1) */
+  double postscale_factor;   /* multiply result after reducing (default 1) */
+  int32_t process_set;       /* 0 = all ranks */
+  hvd_callback callback;     /* optional completion callback */
+  void* callback_user_data;
+  hvd_allocator allocator;   /* optional, for allgather/alltoall outputs */
+  void* allocator_user_data;
+  void* cuda_stream;         /* cudaStream_t the input is produced on, or NULL */
+} hvd_op_options;
+
+#define HVD_OP_OPTIONS_INIT \
+  { sizeof(hvd_op_options), 1.0, 1.0, 0, NULL, NULL, NULL, NULL, NULL }
+
+HVD_API void hvd_op_options_init(hvd_op_options* opts);
+
+/* All *_async functions: `name` identifies the tensor across ranks (every
+ * rank must use the same name for the same collective; NULL gives an
+ * automatic name that matches only if all ranks submit in the same order).
+ * `opts` may be NULL for defaults. On success *handle receives a handle that
+ * must be released with hvd_release. Supported dtypes: uint8, int8, int32,
+ * int64, float16, bfloat16, float32, float64 (bool as uint8). Tensors must be
+ * contiguous (strides NULL or compact row-major). */
+
+/* Reduce `input` across ranks into `output` (same shape and dtype; may be the
+ * same tensor for an in-place reduction). */
+HVD_API hvd_status hvd_allreduce_async(const char* name, const DLTensor* input, DLTensor* output,
+                                       hvd_reduce_op op, const hvd_op_options* opts,
+                                       hvd_handle* handle);
+
+/* Reduce `count` tensors as one group: they are negotiated and executed
+ * together and complete together under one handle. names may be NULL. */
+HVD_API hvd_status hvd_grouped_allreduce_async(const char* const* names,
+                                               const DLTensor* const* inputs, DLTensor* const* outputs,
+                                               int count, hvd_reduce_op op,
+                                               const hvd_op_options* opts, hvd_handle* handle);
+
+/* Concatenate every rank's `input` along dimension 0 (which may differ per
+ * rank; the other dimensions must match). The result is read with
+ * hvd_result, or written to memory from opts->allocator. */
+HVD_API hvd_status hvd_allgather_async(const char* name, const DLTensor* input,
+                                       const hvd_op_options* opts, hvd_handle* handle);
+
+/* Copy root's `tensor` into `tensor` on every other rank, in place. */
+HVD_API hvd_status hvd_broadcast_async(const char* name, DLTensor* tensor, int root_rank,
+                                       const hvd_op_options* opts, hvd_handle* handle);
+
+/* Send splits[i] rows (dimension 0) of `input` to rank i, in rank order;
+ * splits NULL means equal splits (dim 0 divisible by the set's size). The
+ * received rows (rank order) are read with hvd_result, and how many came from
+ * each rank with hvd_result_splits. */
+HVD_API hvd_status hvd_alltoall_async(const char* name, const DLTensor* input,
+                                      const int32_t* splits, int nsplits,
+                                      const hvd_op_options* opts, hvd_handle* handle);
+
+/* Reduce `input` across ranks and leave rank r its part of dimension 0:
+ * n / size rows, the first n % size ranks one more. op is SUM or AVERAGE.
+ * The result is read with hvd_result (or written through opts->allocator). */
+HVD_API hvd_status hvd_reducescatter_async(const char* name, const DLTensor* input,
+                                           hvd_reduce_op op, const hvd_op_options* opts,
+                                           hvd_handle* handle);
+
+/* ------------------------------------------------------- handles & results */
+
+/* HVD_OK, HVD_IN_PROGRESS or the operation's error (message: hvd_last_error). */
+HVD_API hvd_status hvd_poll(hvd_handle handle);
+
+/* Block until done or timeout_ms passes (negative: no limit). Returns the
+ * operation's status, or HVD_ERR_TIMEOUT (the operation keeps running). */
+HVD_API hvd_status hvd_wait(hvd_handle handle, int64_t timeout_ms);
+
+/* Forget a handle. Releasing a running operation is allowed: it completes in
+ * the background and its result is discarded. Releasing twice is an error. */
+HVD_API hvd_status hvd_release(hvd_handle handle);
+
+/* View of an operation's hvd-owned result (allgather, alltoall,
+ * reducescatter without allocator): data, shape and dtype stay valid until
+ * hvd_release. *result is filled in; strides is NULL (compact). */
+HVD_API hvd_status hvd_result(hvd_handle handle, DLTensor* result);
+
+/* For alltoall: rows received from each rank. `splits` has room for `n`
+ * entries (the set's size); *count receives the set's size. */
+HVD_API hvd_status hvd_result_splits(hvd_handle handle, int32_t* splits, int n, int* count);
+
+/* ------------------------------------------------ synchronisation and sets */
+
+/* Block until every rank of the process set reaches the barrier. */
+HVD_API hvd_status hvd_barrier(int32_t process_set);
+
+/* Declare that this rank has no more data: until every rank has joined, it
+ * contributes zeros to allreduces of others. Blocks until all ranks joined;
+ * *last_rank receives the rank that joined last (may be NULL). */
+HVD_API hvd_status hvd_join(int32_t process_set, int* last_rank);
+
+/* Collective over all ranks: create a set of `n` distinct ranks (sorted or
+ * not); *id receives its id (> 0), the same on every rank. */
+HVD_API hvd_status hvd_add_process_set(const int32_t* ranks, int n, int32_t* id);
+/* Collective over all ranks. */
+HVD_API hvd_status hvd_remove_process_set(int32_t id);
+/* This rank's rank inside the set; -1 if not a member or unknown id. */
+HVD_API int hvd_process_set_rank(int32_t id);
+HVD_API int hvd_process_set_size(int32_t id);
+HVD_API int hvd_process_set_included(int32_t id);
+
+/* ---------------------------------------------------------------- timeline */
+
+/* Start writing a Chrome-trace timeline to `path` (rank 0 writes; on other
+ * ranks this is accepted and does nothing). */
+HVD_API hvd_status hvd_start_timeline(const char* path, int mark_cycles);
+HVD_API hvd_status hvd_stop_timeline(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVD_HVD_H */
