@@ -35,6 +35,7 @@ const BackendEntry* FindBackend(BackendChoice choice);
 // Per-backend entries, defined in each backend's file.
 #ifdef HVD_HAVE_MPI
 BackendEntry MpiBackendEntry();
+bool MpiThreadsSupported();
 #endif
 #ifdef HVD_HAVE_GLOO
 BackendEntry GlooBackendEntry();

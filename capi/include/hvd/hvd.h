@@ -4,7 +4,8 @@
  * Conventions (the whole header follows them):
  *  - Every function returns an hvd_status except pure queries. HVD_OK is 0,
  *    HVD_IN_PROGRESS is positive, errors are negative. After an error,
- *    hvd_last_error() returns a one-line message for the calling thread.
+ *    hvd_last_error() returns a one-line message for the calling thread
+ *    (it is kept until the next error, like errno).
  *  - Parameters: the object acted on first (a handle, a tensor), outputs
  *    last (the handle of an *_async call, the id of a new process set).
  *  - Tensors are DLPack DLTensor structs (dlpack/dlpack.h). hvd never takes
@@ -60,8 +61,8 @@ typedef enum hvd_status {
 /* Static string naming a status ("HVD_ERR_MISMATCH: ..."); never NULL. */
 HVD_API const char* hvd_status_string(hvd_status status);
 
-/* The message of the last error on this thread ("" if none); valid until the
- * next hvd call on this thread. */
+/* The message of the last failed call on this thread ("" if none yet).
+ * Successful calls do not clear it; valid until the next failing call. */
 HVD_API const char* hvd_last_error(void);
 
 /* "1.0.0" */

@@ -1,0 +1,11 @@
+# Writes the javac @-file for the jar: SWIG's generated classes (their names
+# depend on hvd.i, so they are only known after SWIG ran) plus the
+# hand-written API. Usage: cmake -DGEN_DIR= -DSRC_DIR= -DOUT= -P list_sources.cmake
+file(GLOB_RECURSE generated ${GEN_DIR}/*.java)
+file(GLOB_RECURSE handwritten ${SRC_DIR}/*.java)
+set(text "")
+foreach(f IN LISTS generated handwritten)
+  string(APPEND text "\"${f}\"\n")
+endforeach()
+# Rewrite only on change so javac does not rerun needlessly.
+file(CONFIGURE OUTPUT ${OUT} CONTENT "${text}")

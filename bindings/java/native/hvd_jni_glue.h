@@ -1,0 +1,59 @@
+/*
+ * Glue between the Java binding and the C API: builds DLTensor descriptors
+ * for contiguous CPU buffers so that Java never has to lay out C structs.
+ *
+ * Every *_async function takes `scratch`, caller-owned memory of at least
+ * hvdj_scratch_bytes(ndim) bytes (a direct ByteBuffer on the Java side) that
+ * holds the DLTensor structs and the shape. The C API only promises to read
+ * tensors while the operation runs, so the descriptors must live as long as
+ * the data; keeping them in a Java-owned buffer ties their lifetime to the
+ * Java Handle, with no native allocation to leak.
+ */
+#ifndef HVD_JNI_GLUE_H
+#define HVD_JNI_GLUE_H
+
+#include <hvd/hvd.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes of scratch one operation needs for tensors of `ndim` dimensions. */
+int64_t hvdj_scratch_bytes(int ndim);
+
+hvd_status hvdj_allreduce_async(void* scratch, const char* name, void* input, void* output,
+                                int64_t* shape, int ndim, int dtype_code, int dtype_bits,
+                                hvd_reduce_op op, double prescale, double postscale,
+                                int32_t process_set, int64_t* handle);
+
+hvd_status hvdj_allgather_async(void* scratch, const char* name, void* input, int64_t* shape,
+                                int ndim, int dtype_code, int dtype_bits, int32_t process_set,
+                                int64_t* handle);
+
+hvd_status hvdj_broadcast_async(void* scratch, const char* name, void* data, int64_t* shape,
+                                int ndim, int dtype_code, int dtype_bits, int root_rank,
+                                int32_t process_set, int64_t* handle);
+
+/* splits may be NULL (equal splits); nsplits is then ignored. */
+hvd_status hvdj_alltoall_async(void* scratch, const char* name, void* input, int64_t* shape,
+                               int ndim, int dtype_code, int dtype_bits, int32_t* splits,
+                               int nsplits, int32_t process_set, int64_t* handle);
+
+hvd_status hvdj_reducescatter_async(void* scratch, const char* name, void* input, int64_t* shape,
+                                    int ndim, int dtype_code, int dtype_bits, hvd_reduce_op op,
+                                    int32_t process_set, int64_t* handle);
+
+/* The hvd-owned result of a finished operation: its shape (up to `cap`
+ * dimensions; ndim[0] receives the real count) and its size in bytes. */
+hvd_status hvdj_result_shape(int64_t handle, int64_t* shape, int cap, int32_t* ndim,
+                             int64_t* nbytes);
+
+/* Copy the result into `dst`, which must hold exactly its byte size. */
+hvd_status hvdj_result_copy(int64_t handle, void* dst, int64_t dst_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVD_JNI_GLUE_H */

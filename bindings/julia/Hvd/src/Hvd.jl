@@ -1,0 +1,166 @@
+"""
+    Hvd
+
+Julia binding of hvd: `init`, topology queries and blocking collectives on
+contiguous CPU arrays. The `ccall` layer, `LibHvd`, is generated from the
+shared SWIG interface (see bindings/julia/README.md).
+
+Arrays are handed to hvd as C row-major tensors with their dimensions
+reversed, so hvd's dimension 0 is Julia's *last* dimension: `allgather`
+concatenates along the last dimension (e.g. columns of a features x samples
+matrix).
+"""
+module Hvd
+
+using Libdl
+include("LibHvd.jl")
+using .LibHvd
+
+export HvdError, ReduceOp, Sum, Average, Min, Max, Product
+
+"""An hvd error: the C status code and the message of `hvd_last_error`."""
+struct HvdError <: Exception
+    code::Cint
+    message::String
+end
+
+function Base.showerror(io::IO, e::HvdError)
+    print(io, "HvdError(", unsafe_string(LibHvd.hvd_status_string(e.code)), "): ", e.message)
+end
+
+@enum ReduceOp::Cint begin
+    Sum = LibHvd.HVD_OP_SUM
+    Average = LibHvd.HVD_OP_AVERAGE
+    Min = LibHvd.HVD_OP_MIN
+    Max = LibHvd.HVD_OP_MAX
+    Product = LibHvd.HVD_OP_PRODUCT
+end
+
+function __init__()
+    # Lets users point at a build tree without touching LD_LIBRARY_PATH.
+    dir = get(ENV, "HVD_LIBRARY_DIR", "")
+    isempty(dir) || pushfirst!(Libdl.DL_LOAD_PATH, dir)
+end
+
+# Must run right after the failing call: the message is per thread and is
+# replaced by the next hvd call.
+function check(status)
+    status == LibHvd.HVD_OK && return nothing
+    throw(HvdError(status, unsafe_string(LibHvd.hvd_last_error())))
+end
+
+function topology(value)
+    value < 0 && throw(HvdError(LibHvd.HVD_ERR_NOT_INITIALIZED, unsafe_string(LibHvd.hvd_last_error())))
+    return Int(value)
+end
+
+init() = check(LibHvd.hvd_init())
+shutdown() = check(LibHvd.hvd_shutdown())
+is_initialized() = LibHvd.hvd_is_initialized() != 0
+version() = unsafe_string(LibHvd.hvd_version())
+rank() = topology(LibHvd.hvd_rank())
+size() = topology(LibHvd.hvd_size())   # Hvd.size(), not Base.size
+local_rank() = topology(LibHvd.hvd_local_rank())
+local_size() = topology(LibHvd.hvd_local_size())
+barrier() = check(LibHvd.hvd_barrier(Int32(0)))
+
+# ------------------------------------------------------------- tensors
+
+const Element = Union{UInt8, Int8, Int32, Int64, Float16, Float32, Float64, Bool}
+
+dtype(::Type{T}) where {T <: Union{Int8, Int32, Int64}} = LibHvd.DLDataType(LibHvd.kDLInt, 8 * sizeof(T), 1)
+dtype(::Type{T}) where {T <: Union{UInt8, Bool}} = LibHvd.DLDataType(LibHvd.kDLUInt, 8, 1)
+dtype(::Type{T}) where {T <: Union{Float16, Float32, Float64}} = LibHvd.DLDataType(LibHvd.kDLFloat, 8 * sizeof(T), 1)
+
+julia_type(d::LibHvd.DLDataType) =
+    d.code == LibHvd.kDLFloat ? Dict(16 => Float16, 32 => Float32, 64 => Float64)[d.bits] :
+    d.code == LibHvd.kDLInt ? Dict(8 => Int8, 32 => Int32, 64 => Int64)[d.bits] :
+    d.code == LibHvd.kDLUInt && d.bits == 8 ? UInt8 :
+    throw(HvdError(LibHvd.HVD_ERR_INTERNAL, "result dtype $(d.code)/$(d.bits) has no Julia type"))
+
+# A DLTensor over A; `shape` (reversed dims) must outlive every use of it.
+function tensor(A::Array{T}, shape::Vector{Int64}) where {T <: Element}
+    LibHvd.DLTensor(pointer(A), LibHvd.DLDevice(LibHvd.kDLCPU, 0), Cint(length(shape)),
+                    dtype(T), pointer(shape), Ptr{Int64}(C_NULL), UInt64(0))
+end
+
+dims_of(A) = Int64[reverse(Base.size(A))...]
+cname(name) = name === nothing ? Ptr{Cchar}(C_NULL) : name
+
+# Blocks until the operation finishes, runs `f(handle)` on success, releases.
+function finish(handle::LibHvd.hvd_handle, f = h -> nothing)
+    try
+        check(LibHvd.hvd_wait(handle, Int64(-1)))
+        return f(handle)
+    finally
+        LibHvd.hvd_release(handle)
+    end
+end
+
+# ---------------------------------------------------------- collectives
+
+"""
+    allreduce!(A; op=Average, name=nothing) -> A
+
+Reduces `A` across ranks in place.
+"""
+function allreduce!(A::Array{<:Element}; op::ReduceOp = Average, name = nothing)
+    shape = dims_of(A)
+    handle = Ref{LibHvd.hvd_handle}(0)
+    GC.@preserve A shape begin
+        t = Ref(tensor(A, shape))
+        GC.@preserve t begin
+            check(LibHvd.hvd_allreduce_async(cname(name), t, t, Cint(op), C_NULL, handle))
+            finish(handle[])
+        end
+    end
+    return A
+end
+
+"""
+    allgather(A; name=nothing) -> Array
+
+Concatenates every rank's `A` along the last dimension, in rank order (the
+last dimension may differ per rank, the others must match).
+"""
+function allgather(A::Array{<:Element}; name = nothing)
+    shape = dims_of(A)
+    handle = Ref{LibHvd.hvd_handle}(0)
+    GC.@preserve A shape begin
+        t = Ref(tensor(A, shape))
+        GC.@preserve t begin
+            check(LibHvd.hvd_allgather_async(cname(name), t, C_NULL, handle))
+            return finish(handle[], copy_result)
+        end
+    end
+end
+
+# Copies hvd's result (valid until hvd_release) into a new Julia array.
+function copy_result(handle)
+    r = Ref{LibHvd.DLTensor}()
+    check(LibHvd.hvd_result(handle, r))
+    dims = reverse([unsafe_load(r[].shape, i) for i in 1:r[].ndim])
+    T = julia_type(r[].dtype)
+    view = unsafe_wrap(Array, Ptr{T}(r[].data + r[].byte_offset), Tuple(dims))
+    return copy(view)
+end
+
+"""
+    broadcast!(A, root; name=nothing) -> A
+
+Overwrites `A` on every rank with the `A` of rank `root`.
+"""
+function broadcast!(A::Array{<:Element}, root::Integer; name = nothing)
+    shape = dims_of(A)
+    handle = Ref{LibHvd.hvd_handle}(0)
+    GC.@preserve A shape begin
+        t = Ref(tensor(A, shape))
+        GC.@preserve t begin
+            check(LibHvd.hvd_broadcast_async(cname(name), t, Cint(root), C_NULL, handle))
+            finish(handle[])
+        end
+    end
+    return A
+end
+
+end # module

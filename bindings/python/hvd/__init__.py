@@ -1,0 +1,40 @@
+"""hvd — collectives for data-parallel deep learning (Python binding).
+
+    import hvd
+    hvd.init()
+    avg = hvd.allreduce(np.ones(4) * hvd.rank())   # numpy, torch or DLPack
+
+The collectives take numpy arrays, torch tensors or any `__dlpack__` object
+without copying and return results in the caller's type. Errors are raised
+as hvd.HvdError subclasses carrying hvd's message. For PyTorch training see
+hvd.torch (DistributedOptimizer, broadcast_parameters, ...).
+"""
+import os as _os
+
+from . import hvd_c as _c
+from ._errors import (HvdAlreadyInitializedError, HvdBackendError, HvdError, HvdInternalError,
+                      HvdInvalidArgument, HvdMismatchError, HvdNotInitializedError,
+                      HvdPeerLostError, HvdShutdownError, HvdTimeoutError, HvdUnsupportedError)
+from ._handle import Handle
+from .basics import (cross_rank, cross_size, cuda_built, gloo_built, gloo_enabled, init,
+                     is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
+                     mpi_threads_supported, nccl_built, rank, shutdown, size, start_timeline,
+                     stop_timeline)
+from .objects import allgather_object, broadcast_object
+from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
+                  allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async,
+                  barrier, barrier_async, broadcast, broadcast_, broadcast_async,
+                  broadcast_async_, grouped_allreduce, grouped_allreduce_async, join, join_async,
+                  poll, reducescatter, reducescatter_async, synchronize)
+from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+
+__version__ = _c.hvd_version()
+
+
+def library_path():
+    """Path of the libhvd shared library this package loads (for ctypes/cffi)."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    for name in sorted(_os.listdir(here)):
+        if name.startswith("libhvd.so"):
+            return _os.path.join(here, name)
+    return None

@@ -1,0 +1,232 @@
+"""Collective operations on numpy arrays, torch tensors and DLPack objects.
+
+Every collective has a blocking form and an `_async` form returning a
+Handle; results come back in the caller's type. Forms ending in `_` work in
+place on the caller's tensor and return it.
+"""
+import numpy as np
+
+from . import hvd_c as _c
+from ._errors import check
+from ._handle import Handle, ThreadHandle, sweep_orphans
+from ._tensor import copy_of, copy_result, cuda_stream_of, dltensor, empty_like, is_torch, prepare
+from .process_sets import global_process_set, set_id
+
+Sum = _c.HVD_OP_SUM
+Average = _c.HVD_OP_AVERAGE
+Min = _c.HVD_OP_MIN
+Max = _c.HVD_OP_MAX
+Product = _c.HVD_OP_PRODUCT
+
+
+def _options(process_set, native=None, prescale_factor=1.0, postscale_factor=1.0):
+    opts = _c.hvd_op_options()
+    opts.prescale_factor = float(prescale_factor)
+    opts.postscale_factor = float(postscale_factor)
+    opts.process_set = set_id(process_set)
+    stream = cuda_stream_of(native) if native is not None else None
+    if stream is not None:
+        opts.set_cuda_stream(stream)  # hvd orders its work after this stream
+    return opts
+
+
+def _submit(fn, *args):
+    sweep_orphans()
+    status, hid = fn(*args)
+    check(status)
+    return hid
+
+
+def _result_view(hid):
+    view = _c.DLTensor(0, _c.kDLCPU, 0, 0, 0, 0)
+    check(_c.hvd_result(hid, view))
+    return view
+
+
+# ---------------------------------------------------------------- allreduce
+
+def allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=global_process_set):
+    prep = prepare(tensor)
+    out = empty_like(prep.native)
+    din, dout = dltensor(prep.native), dltensor(out)
+    opts = _options(process_set, prep.native, prescale_factor, postscale_factor)
+    hid = _submit(_c.hvd_allreduce_async, name, din, dout, op, opts)
+    return Handle(hid, (prep, out, din, dout, opts), lambda _: prep.to_caller(out))
+
+
+def allreduce(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+              process_set=global_process_set):
+    """Reduce `tensor` over the ranks (default: average); a new tensor."""
+    return allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set).wait()
+
+
+def allreduce_async_(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=global_process_set):
+    prep = prepare(tensor)
+    d = dltensor(prep.native)
+    opts = _options(process_set, prep.native, prescale_factor, postscale_factor)
+    hid = _submit(_c.hvd_allreduce_async, name, d, d, op, opts)
+
+    def finish(_):
+        prep.write_back()
+        return tensor
+    return Handle(hid, (prep, d, opts), finish)
+
+
+def allreduce_(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=global_process_set):
+    """In-place allreduce; returns `tensor`."""
+    return allreduce_async_(tensor, name, op, prescale_factor, postscale_factor, process_set).wait()
+
+
+def grouped_allreduce_async(tensors, name=None, op=Average, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    preps = [prepare(t) for t in tensors]
+    outs = [empty_like(p.native) for p in preps]
+    dins = [dltensor(p.native) for p in preps]
+    douts = [dltensor(o) for o in outs]
+    names = None if name is None else ["%s.%d" % (name, i) for i in range(len(preps))]
+    opts = _options(process_set, preps[0].native if preps else None, prescale_factor,
+                    postscale_factor)
+    hid = _submit(_c.hvd_grouped_allreduce_async, names, dins, douts, len(preps), op, opts)
+    return Handle(hid, (preps, outs, dins, douts, opts),
+                  lambda _: [p.to_caller(o) for p, o in zip(preps, outs)])
+
+
+def grouped_allreduce(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set):
+    """Reduce a list of tensors as one negotiated group; a list back."""
+    return grouped_allreduce_async(tensors, name, op, prescale_factor, postscale_factor,
+                                   process_set).wait()
+
+
+# ---------------------------------------------------------------- broadcast
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    prep = prepare(tensor)
+    out = copy_of(prep.native)  # broadcast works in place: do it on a copy
+    d = dltensor(out)
+    opts = _options(process_set, out)
+    hid = _submit(_c.hvd_broadcast_async, name, d, int(root_rank), opts)
+    return Handle(hid, (prep, out, d, opts), lambda _: prep.to_caller(out))
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Root's `tensor` on every rank; a new tensor."""
+    return broadcast_async(tensor, root_rank, name, process_set).wait()
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    prep = prepare(tensor)
+    d = dltensor(prep.native)
+    opts = _options(process_set, prep.native)
+    hid = _submit(_c.hvd_broadcast_async, name, d, int(root_rank), opts)
+
+    def finish(_):
+        prep.write_back()
+        return tensor
+    return Handle(hid, (prep, d, opts), finish)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """In-place broadcast from root_rank; returns `tensor`."""
+    return broadcast_async_(tensor, root_rank, name, process_set).wait()
+
+
+# ------------------------------------------- results sized by negotiation
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    prep = prepare(tensor)
+    d = dltensor(prep.native)
+    opts = _options(process_set, prep.native)
+    hid = _submit(_c.hvd_allgather_async, name, d, opts)
+    return Handle(hid, (prep, d, opts),
+                  lambda h: prep.to_caller(copy_result(_result_view(h), prep.native)))
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Every rank's tensor concatenated along dimension 0 (rank order)."""
+    return allgather_async(tensor, name, process_set).wait()
+
+
+def _set_size(process_set):
+    from .basics import size
+    return size() if set_id(process_set) == 0 else process_set.size()
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    prep = prepare(tensor)
+    d = dltensor(prep.native)
+    split_list = None if splits is None else [int(s) for s in np.asarray(
+        splits.cpu() if is_torch(splits) else splits).reshape(-1)]
+    opts = _options(process_set, prep.native)
+    hid = _submit(_c.hvd_alltoall_async, name, d, split_list, opts)
+    nranks = _set_size(process_set)
+
+    def finish(h):
+        output = prep.to_caller(copy_result(_result_view(h), prep.native))
+        if splits is None:
+            return output
+        status, received, _count = _c.hvd_result_splits(h, nranks)
+        check(status)
+        received = np.asarray(received, dtype=np.int32)
+        if prep.is_torch:
+            received = prep.native.new_tensor(received, device="cpu")
+        return output, received
+    return Handle(hid, (prep, d, opts), finish)
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Send splits[i] rows to rank i (equal splits if None). Returns the
+    received rows, plus the received splits when `splits` was given."""
+    return alltoall_async(tensor, splits, name, process_set).wait()
+
+
+def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                        process_set=global_process_set):
+    prep = prepare(tensor)
+    d = dltensor(prep.native)
+    opts = _options(process_set, prep.native, prescale_factor, postscale_factor)
+    hid = _submit(_c.hvd_reducescatter_async, name, d, op, opts)
+    return Handle(hid, (prep, d, opts),
+                  lambda h: prep.to_caller(copy_result(_result_view(h), prep.native)))
+
+
+def reducescatter(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=global_process_set):
+    """Reduce over the ranks and keep this rank's block of dimension 0."""
+    return reducescatter_async(tensor, name, op, prescale_factor, postscale_factor,
+                               process_set).wait()
+
+
+# ------------------------------------------------------ barrier and join
+
+def barrier(process_set=global_process_set):
+    check(_c.hvd_barrier(set_id(process_set)))
+
+
+def barrier_async(process_set=global_process_set):
+    return ThreadHandle(lambda: barrier(process_set))
+
+
+def join(process_set=global_process_set):
+    """This rank has no more data; blocks until all ranks joined and returns
+    the rank that joined last. Meanwhile this rank feeds zeros to others'
+    allreduces."""
+    status, last_rank = _c.hvd_join(set_id(process_set))
+    check(status)
+    return last_rank
+
+
+def join_async(process_set=global_process_set):
+    return ThreadHandle(lambda: join(process_set))
+
+
+def synchronize(handle):
+    """Horovod's spelling of handle.wait()."""
+    return handle.wait()
+
+
+def poll(handle):
+    return handle.poll()

@@ -1,0 +1,399 @@
+#include "core/backends/gloo/gloo_comm.h"
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <utility>
+
+#include "core/backends/gloo/gloo_error.h"
+#include "core/backends/gloo/gloo_reduce.h"
+
+namespace hvd {
+
+using gloo_backend::GlooGuard;
+using gloo_backend::ReduceFn;
+
+namespace {
+
+// Slot prefixes for hvd's own point-to-point messages. Gloo's
+// collectives use prefixes 0x01..0x08, so 0x7d/0x7e never collide with them.
+constexpr uint8_t kHvdGatherSlotPrefix = 0x7e;
+constexpr uint8_t kHvdReduceScatterSlotPrefix = 0x7d;
+
+// Gloo wants a mutable pointer even for buffers it only reads, and a real
+// pointer even for zero bytes.
+void* Mutable(const void* p) {
+  static char dummy = 0;
+  return p != nullptr ? const_cast<void*>(p) : &dummy;
+}
+
+void WaitRecv(gloo::transport::UnboundBuffer* buf, std::chrono::milliseconds timeout) {
+  if (!buf->waitRecv(timeout)) GLOO_THROW_IO_EXCEPTION("receive aborted");
+}
+void WaitSend(gloo::transport::UnboundBuffer* buf, std::chrono::milliseconds timeout) {
+  if (!buf->waitSend(timeout)) GLOO_THROW_IO_EXCEPTION("send aborted");
+}
+
+// Gloo's templated setters only use sizeof(T); pick an unsigned type of the
+// element's width so the ring splits buffers on element boundaries.
+template <typename Opts>
+void SetAllreduceOutput(Opts* opts, void* buf, size_t count, size_t elem) {
+  switch (elem) {
+    case 1:
+      opts->setOutput(static_cast<uint8_t*>(buf), count);
+      break;
+    case 2:
+      opts->setOutput(static_cast<uint16_t*>(buf), count);
+      break;
+    case 4:
+      opts->setOutput(static_cast<uint32_t*>(buf), count);
+      break;
+    default:
+      opts->setOutput(static_cast<uint64_t*>(buf), count);
+      break;
+  }
+}
+
+}  // namespace
+
+GlooComm::GlooComm(std::shared_ptr<const GlooShared> shared, std::string prefix, int rank, int size,
+                   std::shared_ptr<gloo::Context> context)
+    : shared_(std::move(shared)),
+      prefix_(std::move(prefix)),
+      rank_(rank),
+      size_(size),
+      context_(std::move(context)) {}
+
+GlooComm::~GlooComm() = default;
+
+Status GlooComm::Create(std::shared_ptr<const GlooShared> shared, const std::string& prefix,
+                        int rank, int size, std::unique_ptr<GlooComm>* out) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return Status::Invalid("Gloo: invalid rank " + std::to_string(rank) + " of size " +
+                           std::to_string(size));
+  }
+  if (!shared) return Status::Internal("Gloo: no shared state");
+  std::shared_ptr<gloo::Context> context;
+  if (size > 1) {
+    if (!shared->device || !shared->store) {
+      return Status::Internal("Gloo: a group of " + std::to_string(size) +
+                              " ranks needs a rendezvous store and a TCP device");
+    }
+    auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    ctx->setTimeout(shared->timeout);
+    const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                              ", store prefix '" + prefix + "'";
+    HVD_RETURN_IF_ERROR(GlooGuard("connect", where, [&] {
+      gloo::rendezvous::PrefixStore store(prefix, *shared->store);
+      std::shared_ptr<gloo::transport::Device> device = shared->device;
+      ctx->connectFullMesh(store, device);
+    }));
+    context = std::move(ctx);
+  }
+  *out = std::make_unique<GlooComm>(std::move(shared), prefix, rank, size, std::move(context));
+  return Status::OK();
+}
+
+Status GlooComm::Run(const char* op, const std::function<void()>& fn) {
+  if (!broken_.ok()) {
+    return Status(broken_.code(),
+                  std::string("Gloo ") + op +
+                      ": communicator unusable after an earlier error: " + broken_.message());
+  }
+  Status s = GlooGuard(op, "rank " + std::to_string(rank_) + " of " + std::to_string(size_), fn);
+  if (!s.ok()) broken_ = s;
+  return s;
+}
+
+Status GlooComm::CheckRoot(const char* op, int root) const {
+  if (root < 0 || root >= size_) {
+    return Status::Invalid(std::string("Gloo ") + op + ": root " + std::to_string(root) +
+                           " out of range for " + std::to_string(size_) + " ranks");
+  }
+  return Status::OK();
+}
+
+Status GlooComm::CheckPerRank(const char* op, const char* what,
+                              const std::vector<int64_t>& v) const {
+  if (v.size() != static_cast<size_t>(size_)) {
+    return Status::Invalid(std::string("Gloo ") + op + ": " + what + " has " +
+                           std::to_string(v.size()) + " entries for " + std::to_string(size_) +
+                           " ranks");
+  }
+  for (int64_t x : v) {
+    if (x < 0) return Status::Invalid(std::string("Gloo ") + op + ": negative " + what);
+  }
+  return Status::OK();
+}
+
+// ---- controller
+
+Status GlooComm::AllreduceBits(uint64_t* words, size_t n, BitOp op) {
+  if (size_ == 1 || n == 0) return Status::OK();  // Gloo's ring rejects 0 elements
+  return Run("allreduce (bits)", [&] {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(words, n);
+    opts.setReduceFunction(gloo_backend::BitReduceFunction(op));
+    opts.setTimeout(shared_->timeout);
+    gloo::allreduce(opts);
+  });
+}
+
+Status GlooComm::GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) {
+  HVD_RETURN_IF_ERROR(CheckRoot("gather", root));
+  if (size_ == 1) {
+    all->assign(1, mine);
+    return Status::OK();
+  }
+  // Gloo's gather needs equal sizes on all ranks, so this is a plain
+  // point-to-point gatherv: each rank sends its size, then its bytes.
+  const uint64_t slot = gloo::Slot::build(kHvdGatherSlotPrefix, 0);
+  const auto timeout = shared_->timeout;
+  if (rank_ != root) {
+    return Run("gather", [&] {
+      int64_t n = static_cast<int64_t>(mine.size());
+      auto size_buf = context_->createUnboundBuffer(&n, sizeof(n));
+      size_buf->send(root, slot);
+      WaitSend(size_buf.get(), timeout);
+      if (n > 0) {
+        auto data_buf = context_->createUnboundBuffer(Mutable(mine.data()), mine.size());
+        data_buf->send(root, slot);
+        WaitSend(data_buf.get(), timeout);
+      }
+    });
+  }
+  std::vector<int64_t> sizes(size_, 0);
+  std::vector<std::string> result(size_);
+  HVD_RETURN_IF_ERROR(Run("gather", [&] {
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> bufs(size_);
+    for (int r = 0; r < size_; ++r) {
+      if (r == root) continue;
+      bufs[r] = context_->createUnboundBuffer(&sizes[r], sizeof(int64_t));
+      bufs[r]->recv(r, slot);
+    }
+    for (int r = 0; r < size_; ++r) {
+      if (r != root) WaitRecv(bufs[r].get(), timeout);
+    }
+    for (int r = 0; r < size_; ++r) {
+      bufs[r].reset();
+      if (r == root || sizes[r] == 0) continue;
+      if (sizes[r] < 0) GLOO_THROW("rank ", r, " announced a negative size ", sizes[r]);
+      result[r].resize(static_cast<size_t>(sizes[r]));
+      bufs[r] = context_->createUnboundBuffer(&result[r][0], result[r].size());
+      bufs[r]->recv(r, slot);
+    }
+    for (int r = 0; r < size_; ++r) {
+      if (bufs[r]) WaitRecv(bufs[r].get(), timeout);
+    }
+  }));
+  result[root] = mine;
+  *all = std::move(result);
+  return Status::OK();
+}
+
+Status GlooComm::BroadcastBytes(std::string* bytes, int root) {
+  HVD_RETURN_IF_ERROR(CheckRoot("broadcast", root));
+  if (size_ == 1) return Status::OK();
+  int64_t n = rank_ == root ? static_cast<int64_t>(bytes->size()) : 0;
+  HVD_RETURN_IF_ERROR(Broadcast(&n, sizeof(n), root));
+  if (n < 0) return Status::Internal("Gloo broadcast: negative size from root");
+  if (rank_ != root) bytes->assign(static_cast<size_t>(n), '\0');
+  if (n == 0) return Status::OK();
+  return Broadcast(&(*bytes)[0], n, root);
+}
+
+Status GlooComm::AllgatherBytes(const std::string& mine, std::vector<std::string>* all) {
+  if (size_ == 1) {
+    all->assign(1, mine);
+    return Status::OK();
+  }
+  std::vector<int64_t> sizes(size_, 0);
+  const int64_t my_size = static_cast<int64_t>(mine.size());
+  HVD_RETURN_IF_ERROR(
+      Allgatherv(&my_size, sizes.data(), std::vector<int64_t>(size_, sizeof(int64_t))));
+  for (int64_t s : sizes) {
+    if (s < 0) return Status::Internal("Gloo allgather: a rank announced a negative size");
+  }
+  std::string flat(static_cast<size_t>(std::accumulate(sizes.begin(), sizes.end(), int64_t{0})),
+                   '\0');
+  HVD_RETURN_IF_ERROR(Allgatherv(mine.data(), &flat[0], sizes));
+  all->assign(size_, std::string());
+  size_t offset = 0;
+  for (int r = 0; r < size_; ++r) {
+    (*all)[r] = flat.substr(offset, static_cast<size_t>(sizes[r]));
+    offset += static_cast<size_t>(sizes[r]);
+  }
+  return Status::OK();
+}
+
+// ---- data
+
+Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
+  if (count < 0) return Status::Invalid("Gloo allreduce: negative element count");
+  ReduceFn fn;
+  HVD_RETURN_IF_ERROR(gloo_backend::GetReduceFunction(dt, op, &fn));
+  if (size_ == 1 || count == 0) return Status::OK();  // Gloo's ring rejects 0 elements
+  return Run("allreduce", [&] {
+    gloo::AllreduceOptions opts(context_);
+    SetAllreduceOutput(&opts, buf, static_cast<size_t>(count), DataTypeSize(dt));
+    opts.setReduceFunction(fn);
+    opts.setTimeout(shared_->timeout);
+    gloo::allreduce(opts);
+  });
+}
+
+Status GlooComm::Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) {
+  HVD_RETURN_IF_ERROR(CheckPerRank("allgatherv", "bytes_per_rank", bytes_per_rank));
+  int64_t offset = 0;
+  for (int r = 0; r < rank_; ++r) offset += bytes_per_rank[r];
+  const int64_t total = std::accumulate(bytes_per_rank.begin(), bytes_per_rank.end(), int64_t{0});
+  char* my_slot = static_cast<char*>(out) + offset;
+  const int64_t mine = bytes_per_rank[rank_];
+  if (size_ == 1 || total == 0) {
+    if (mine > 0 && in != my_slot) std::memmove(my_slot, in, static_cast<size_t>(mine));
+    return Status::OK();
+  }
+  return Run("allgatherv", [&] {
+    gloo::AllgathervOptions opts(context_);
+    // Without an input Gloo expects this rank's block already in place.
+    if (mine > 0 && in != my_slot) opts.setInput(static_cast<uint8_t*>(Mutable(in)), mine);
+    std::vector<size_t> elements(bytes_per_rank.begin(), bytes_per_rank.end());
+    opts.setOutput(static_cast<uint8_t*>(out), std::move(elements));
+    opts.setTimeout(shared_->timeout);
+    gloo::allgatherv(opts);
+  });
+}
+
+Status GlooComm::Broadcast(void* buf, int64_t bytes, int root) {
+  HVD_RETURN_IF_ERROR(CheckRoot("broadcast", root));
+  if (bytes < 0) return Status::Invalid("Gloo broadcast: negative byte count");
+  if (size_ == 1 || bytes == 0) return Status::OK();
+  return Run("broadcast", [&] {
+    gloo::BroadcastOptions opts(context_);
+    opts.setOutput(static_cast<uint8_t*>(buf), static_cast<size_t>(bytes));
+    opts.setRoot(root);
+    opts.setTimeout(shared_->timeout);
+    gloo::broadcast(opts);
+  });
+}
+
+Status GlooComm::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                           const std::vector<int64_t>& recv_bytes) {
+  HVD_RETURN_IF_ERROR(CheckPerRank("alltoallv", "send_bytes", send_bytes));
+  HVD_RETURN_IF_ERROR(CheckPerRank("alltoallv", "recv_bytes", recv_bytes));
+  if (send_bytes[rank_] != recv_bytes[rank_]) {
+    return Status::Invalid("Gloo alltoallv: this rank sends itself " +
+                           std::to_string(send_bytes[rank_]) + " bytes but expects " +
+                           std::to_string(recv_bytes[rank_]));
+  }
+  if (size_ == 1) {
+    if (send_bytes[0] > 0 && in != out) {
+      std::memmove(out, in, static_cast<size_t>(send_bytes[0]));
+    }
+    return Status::OK();
+  }
+  return Run("alltoallv", [&] {
+    gloo::AlltoallvOptions opts(context_);
+    opts.setInput(static_cast<uint8_t*>(Mutable(in)), send_bytes);
+    opts.setOutput(static_cast<uint8_t*>(Mutable(out)), recv_bytes);
+    opts.setTimeout(shared_->timeout);
+    gloo::alltoallv(opts);
+  });
+}
+
+Status GlooComm::Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
+                               DataType dt, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(CheckPerRank("reducescatter", "counts", counts));
+  ReduceFn fn;
+  HVD_RETURN_IF_ERROR(gloo_backend::GetReduceFunction(dt, op, &fn));
+  const size_t elem = DataTypeSize(dt);
+  std::vector<size_t> offsets(size_ + 1, 0);  // in bytes
+  for (int r = 0; r < size_; ++r) offsets[r + 1] = offsets[r] + counts[r] * elem;
+  const size_t mine = static_cast<size_t>(counts[rank_]) * elem;
+  if (size_ == 1) {
+    if (mine > 0 && in != out) std::memmove(out, in, mine);
+    return Status::OK();
+  }
+  // Ring reduce-scatter (Gloo 0.5 has none in its new API, and its old
+  // ReduceScatterHalvingDoubling is float-only): in step s rank r passes its
+  // partial sum of block (r-s-1) to r+1 and folds block (r-s-2) from r-1
+  // into its own; after size-1 steps block r holds every rank's share.
+  // Each block crosses each link once: half the traffic of an allreduce.
+  std::vector<unsigned char> scratch(offsets[size_]);
+  if (!scratch.empty()) std::memcpy(scratch.data(), in, scratch.size());
+  size_t max_block = 0;
+  for (int r = 0; r < size_; ++r) max_block = std::max(max_block, offsets[r + 1] - offsets[r]);
+  std::vector<unsigned char> incoming(max_block);
+  const int next = (rank_ + 1) % size_;
+  const int prev = (rank_ + size_ - 1) % size_;
+  const uint64_t slot = gloo::Slot::build(kHvdReduceScatterSlotPrefix, 0);
+  const auto timeout = shared_->timeout;
+  HVD_RETURN_IF_ERROR(Run("reducescatter", [&] {
+    if (scratch.empty()) return;  // nothing anywhere: every rank skips alike
+    auto send_buf = context_->createUnboundBuffer(scratch.data(), scratch.size());
+    auto recv_buf = context_->createUnboundBuffer(Mutable(incoming.data()), incoming.size());
+    for (int step = 0; step < size_ - 1; ++step) {
+      const int sb = ((rank_ - step - 1) % size_ + size_) % size_;
+      const int rb = ((rank_ - step - 2) % size_ + size_) % size_;
+      const size_t send_len = offsets[sb + 1] - offsets[sb];
+      const size_t recv_len = offsets[rb + 1] - offsets[rb];
+      // Zero-length blocks are skipped on both ends: both know the counts.
+      if (recv_len > 0) recv_buf->recv(prev, slot, 0, recv_len);
+      if (send_len > 0) send_buf->send(next, slot, offsets[sb], send_len);
+      if (recv_len > 0) {
+        WaitRecv(recv_buf.get(), timeout);
+        unsigned char* dst = scratch.data() + offsets[rb];
+        fn(dst, dst, incoming.data(), recv_len / elem);
+      }
+      if (send_len > 0) WaitSend(send_buf.get(), timeout);
+    }
+  }));
+  if (mine > 0) std::memcpy(out, scratch.data() + offsets[rank_], mine);
+  return Status::OK();
+}
+
+Status GlooComm::Barrier() {
+  if (size_ == 1) return Status::OK();
+  return Run("barrier", [&] {
+    gloo::BarrierOptions opts(context_);
+    opts.setTimeout(shared_->timeout);
+    gloo::barrier(opts);
+  });
+}
+
+Status GlooComm::Split(const std::vector<int>& ranks, const std::string& tag,
+                       std::unique_ptr<Comm>* out) {
+  int new_rank = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= size_ || (i > 0 && ranks[i] <= ranks[i - 1])) {
+      return Status::Invalid("Gloo split: ranks must be ascending and within [0, " +
+                             std::to_string(size_) + ")");
+    }
+    if (ranks[i] == rank_) new_rank = static_cast<int>(i);
+  }
+  if (new_rank < 0) {
+    return Status::Invalid("Gloo split: rank " + std::to_string(rank_) +
+                           " is not a member of the new group");
+  }
+  if (!broken_.ok()) return Run("split", [] {});
+  // Members meet under a store prefix derived from the parent's and the tag,
+  // so nested splits and re-inits never reuse keys.
+  std::unique_ptr<GlooComm> comm;
+  HVD_RETURN_IF_ERROR(
+      Create(shared_, prefix_ + "/split/" + tag, new_rank, static_cast<int>(ranks.size()), &comm));
+  *out = std::move(comm);
+  return Status::OK();
+}
+
+}  // namespace hvd

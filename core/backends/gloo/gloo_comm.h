@@ -1,0 +1,85 @@
+// hvd::Comm over a Gloo context (TCP transport). One GlooComm is one group of
+// ranks: the world or a process set made by Split. Every Gloo call runs under
+// GlooGuard, so failures come back as a Status (kPeerLost / kTimeout) and
+// never as an exception or a hang; after the first failure the Comm refuses
+// further work, because Gloo's pairs are unusable once an I/O error hit them.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+
+namespace gloo {
+class Context;
+namespace rendezvous {
+class Store;
+}
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace hvd {
+
+// What all Comms of one job share: the TCP device (one listening socket and
+// event loop), the rendezvous store used to build new contexts, the timeout.
+struct GlooShared {
+  std::shared_ptr<gloo::transport::Device> device;  // null only for a 1-rank job
+  std::shared_ptr<gloo::rendezvous::Store> store;   // null only for a 1-rank job
+  std::chrono::milliseconds timeout{30000};
+};
+
+class GlooComm : public Comm {
+ public:
+  // Connects `rank` of `size` in a full mesh; the ranks exchange addresses
+  // in `shared->store` under `prefix`, which must be unique per group and
+  // equal on all its members. A group of one needs neither store nor device.
+  static Status Create(std::shared_ptr<const GlooShared> shared, const std::string& prefix,
+                       int rank, int size, std::unique_ptr<GlooComm>* out);
+
+  // Use Create; public only so that std::make_unique can reach it.
+  GlooComm(std::shared_ptr<const GlooShared> shared, std::string prefix, int rank, int size,
+           std::shared_ptr<gloo::Context> context);
+  ~GlooComm() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend_name() const override { return "GLOO"; }
+
+  Status AllreduceBits(uint64_t* words, size_t n, BitOp op) override;
+  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override;
+  Status BroadcastBytes(std::string* bytes, int root) override;
+  Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all) override;
+
+  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  Status Broadcast(void* buf, int64_t bytes, int root) override;
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override;
+  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
+                       ReduceOp op) override;
+  Status Barrier() override;
+  Status Split(const std::vector<int>& ranks, const std::string& tag,
+               std::unique_ptr<Comm>* out) override;
+
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  // Runs fn under GlooGuard; remembers the first failure and refuses later calls.
+  Status Run(const char* op, const std::function<void()>& fn);
+  Status CheckRoot(const char* op, int root) const;
+  Status CheckPerRank(const char* op, const char* what, const std::vector<int64_t>& v) const;
+
+  std::shared_ptr<const GlooShared> shared_;
+  std::string prefix_;
+  int rank_;
+  int size_;
+  std::shared_ptr<gloo::Context> context_;  // null when size_ == 1
+  Status broken_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,48 @@
+#include "core/backends/gloo/gloo_reduce.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/reduce.h"
+
+namespace hvd {
+namespace gloo_backend {
+
+Status GetReduceFunction(DataType dt, ReduceOp op, ReduceFn* out) {
+  if (op != ReduceOp::kSum && op != ReduceOp::kMin && op != ReduceOp::kMax &&
+      op != ReduceOp::kProduct) {
+    return Status::Invalid("Gloo allreduce: unsupported reduce op " +
+                           std::to_string(static_cast<int>(op)) +
+                           " (average is a sum scaled by the caller)");
+  }
+  const size_t elem = DataTypeSize(dt);
+  if (elem == 0) {
+    return Status::Invalid("Gloo allreduce: unknown data type " +
+                           std::to_string(static_cast<int>(dt)));
+  }
+  *out = [dt, op, elem](void* o, const void* a, const void* b, size_t n) {
+    // Gloo calls with o == a (in-place ring) except for multi-input
+    // reductions; ReduceInto is two-operand, so copy a first when needed.
+    if (o != a) std::memmove(o, a, n * elem);
+    ReduceInto(o, b, static_cast<int64_t>(n), dt, op);
+  };
+  return Status::OK();
+}
+
+namespace {
+template <bool kAnd>
+void BitReduce(void* o, const void* a, const void* b, size_t n) {
+  auto* po = static_cast<uint64_t*>(o);
+  const auto* pa = static_cast<const uint64_t*>(a);
+  const auto* pb = static_cast<const uint64_t*>(b);
+  for (size_t i = 0; i < n; ++i) po[i] = kAnd ? (pa[i] & pb[i]) : (pa[i] | pb[i]);
+}
+}  // namespace
+
+ReduceFn BitReduceFunction(BitOp op) {
+  if (op == BitOp::kAnd) return BitReduce<true>;
+  return BitReduce<false>;
+}
+
+}  // namespace gloo_backend
+}  // namespace hvd

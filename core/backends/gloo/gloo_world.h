@@ -1,0 +1,17 @@
+// Creation of the Gloo world communicator from the launcher's environment.
+#pragma once
+
+#include <memory>
+
+#include "core/backends/registry.h"
+#include "core/comm.h"
+
+namespace hvd {
+
+// Rank and size come from HVD_RANK/HVD_SIZE (or OMPI_COMM_WORLD_*, PMI_*,
+// SLURM_PROCID/SLURM_NTASKS); peers meet through hvdrun's rendezvous store
+// (HVD_RENDEZVOUS_ADDR/PORT/SECRET). Without a rendezvous server only a
+// single-rank job is possible, and every collective is a local copy.
+Status CreateGlooWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out);
+
+}  // namespace hvd

@@ -1,0 +1,76 @@
+// Creating the MPI world: initialise MPI (thread-multiple when possible)
+// unless the application already did, and duplicate the communicator so
+// hvd's traffic never matches the application's own messages.
+#include <cstdlib>
+
+#include "core/backends/mpi/mpi_comm.h"
+#include "core/backends/registry.h"
+#include "core/logging.h"
+
+namespace hvd {
+namespace {
+
+bool g_we_initialized = false;
+int g_thread_level = MPI_THREAD_SINGLE;
+
+void FinalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+bool LaunchedByMpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
+         std::getenv("PMIX_RANK") || std::getenv("MPI_LOCALNRANKS");
+}
+
+Status EnsureMpiInitialized(const Config& config) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {
+    MPI_Query_thread(&g_thread_level);
+  } else {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return Status::Backend("MPI was already finalized in this process");
+    const int wanted = config.mpi_threads_disable ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
+    if (MPI_Init_thread(nullptr, nullptr, wanted, &g_thread_level) != MPI_SUCCESS) {
+      return Status::Backend("MPI_Init_thread failed");
+    }
+    g_we_initialized = true;
+    // MPI cannot be initialised twice, so hvd_shutdown keeps it alive and
+    // it is finalised when the process exits.
+    std::atexit(FinalizeAtExit);
+  }
+  if (g_thread_level < MPI_THREAD_SERIALIZED) {
+    HVD_LOG(kWarning) << "MPI provides thread level " << g_thread_level
+                      << " (< MPI_THREAD_SERIALIZED); hvd calls MPI from its background thread, "
+                         "which such an MPI does not allow";
+  }
+  return Status::OK();
+}
+
+Status CreateMpiWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
+  HVD_RETURN_IF_ERROR(EnsureMpiInitialized(*args.config));
+  MPI_Comm base = MPI_COMM_WORLD;
+  if (args.use_mpi_comm) {
+    base = MPI_Comm_f2c(static_cast<MPI_Fint>(args.mpi_comm));
+    if (base == MPI_COMM_NULL) return Status::Invalid("hvd_init_mpi_comm: the communicator is null");
+  }
+  MPI_Comm dup = MPI_COMM_NULL;
+  if (MPI_Comm_dup(base, &dup) != MPI_SUCCESS) {
+    return Status::Invalid("hvd_init_mpi_comm: MPI_Comm_dup failed (is the handle valid?)");
+  }
+  *out = std::make_unique<MpiComm>(dup);
+  return Status::OK();
+}
+
+}  // namespace
+
+bool MpiThreadsSupported() { return g_thread_level == MPI_THREAD_MULTIPLE; }
+
+BackendEntry MpiBackendEntry() {
+  return BackendEntry{"mpi", BackendChoice::kMpi, LaunchedByMpi, CreateMpiWorld};
+}
+
+}  // namespace hvd

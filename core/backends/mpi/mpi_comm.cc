@@ -1,0 +1,195 @@
+#include "core/backends/mpi/mpi_comm.h"
+
+#include <chrono>
+#include <climits>
+#include <functional>
+#include <thread>
+
+namespace hvd {
+namespace {
+
+bool FitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+Status TooLarge(const char* what) {
+  return Status::Unsupported(std::string("MPI ") + what +
+                             ": a per-rank size exceeds 2^31-1 bytes, which MPI's int counts "
+                             "cannot express; split the tensor");
+}
+
+}  // namespace
+
+MpiComm::MpiComm(MPI_Comm comm) : comm_(comm) {
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiComm::~MpiComm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+Status MpiComm::Check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return Status::OK();
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  return Status::Backend(std::string("MPI ") + what + " failed: " + std::string(msg, len));
+}
+
+Status MpiComm::Wait(MPI_Request* request, const char* what) {
+  // Spin briefly (peers are usually microseconds apart), then sleep in
+  // growing steps so a rank waiting for a busy peer leaves the CPU to it.
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto nap = std::chrono::microseconds(5);
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return Check(rc, what);
+    if (done) return Status::OK();
+    if (Clock::now() - start < std::chrono::microseconds(50)) continue;
+    std::this_thread::sleep_for(nap);
+    if (nap < std::chrono::microseconds(200)) nap *= 2;
+  }
+}
+
+Status MpiComm::AllreduceBits(uint64_t* words, size_t n, BitOp op) {
+  MPI_Request req;
+  HVD_RETURN_IF_ERROR(Check(MPI_Iallreduce(MPI_IN_PLACE, words, static_cast<int>(n), MPI_UINT64_T,
+                                           op == BitOp::kAnd ? MPI_BAND : MPI_BOR, comm_, &req),
+                            "Iallreduce (negotiation)"));
+  return Wait(&req, "Iallreduce (negotiation)");
+}
+
+Status MpiComm::GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) {
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(rank_ == root ? size_ : 0);
+  MPI_Request req;
+  HVD_RETURN_IF_ERROR(Check(
+      MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, root, comm_, &req), "Igather"));
+  HVD_RETURN_IF_ERROR(Wait(&req, "Igather (negotiation)"));
+  std::vector<int> displs(lens.size(), 0);
+  std::string packed;
+  if (rank_ == root) {
+    int64_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displs[r] = static_cast<int>(total);
+      total += lens[r];
+    }
+    if (!FitsInt(total)) return TooLarge("gather (negotiation)");
+    packed.resize(static_cast<size_t>(total));
+  }
+  HVD_RETURN_IF_ERROR(Check(MPI_Igatherv(mine.data(), len, MPI_BYTE, &packed[0], lens.data(),
+                                         displs.data(), MPI_BYTE, root, comm_, &req),
+                            "Igatherv"));
+  HVD_RETURN_IF_ERROR(Wait(&req, "Igatherv (negotiation)"));
+  if (rank_ == root) {
+    all->resize(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) (*all)[r] = packed.substr(displs[r], lens[r]);
+  }
+  return Status::OK();
+}
+
+Status MpiComm::BroadcastBytes(std::string* bytes, int root) {
+  int64_t len = static_cast<int64_t>(bytes->size());
+  MPI_Request req;
+  HVD_RETURN_IF_ERROR(Check(MPI_Ibcast(&len, 1, MPI_INT64_T, root, comm_, &req), "Ibcast"));
+  HVD_RETURN_IF_ERROR(Wait(&req, "Ibcast (negotiation)"));
+  if (!FitsInt(len)) return TooLarge("broadcast (negotiation)");
+  bytes->resize(static_cast<size_t>(len));
+  HVD_RETURN_IF_ERROR(
+      Check(MPI_Ibcast(&(*bytes)[0], static_cast<int>(len), MPI_BYTE, root, comm_, &req), "Ibcast"));
+  return Wait(&req, "Ibcast (negotiation)");
+}
+
+Status MpiComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
+  const MPI_Datatype type = ToMpiType(dt);
+  const MPI_Op mop = ToMpiOp(dt, op);
+  auto* p = static_cast<uint8_t*>(buf);
+  const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
+  // MPI counts are ints: reduce very large buffers in pieces.
+  constexpr int64_t kMaxCount = 1 << 30;
+  for (int64_t done = 0; done < count; done += kMaxCount) {
+    const int n = static_cast<int>(std::min(kMaxCount, count - done));
+    HVD_RETURN_IF_ERROR(
+        Check(MPI_Allreduce(MPI_IN_PLACE, p + done * esize, n, type, mop, comm_), "Allreduce"));
+  }
+  return Status::OK();
+}
+
+Status MpiComm::Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) {
+  std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
+  int64_t off = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (!FitsInt(bytes_per_rank[r]) || !FitsInt(off)) return TooLarge("allgatherv");
+    counts[r] = static_cast<int>(bytes_per_rank[r]);
+    displs[r] = static_cast<int>(off);
+    off += bytes_per_rank[r];
+  }
+  return Check(MPI_Allgatherv(in, counts[rank_], MPI_BYTE, out, counts.data(), displs.data(),
+                              MPI_BYTE, comm_),
+               "Allgatherv");
+}
+
+Status MpiComm::Broadcast(void* buf, int64_t bytes, int root) {
+  auto* p = static_cast<uint8_t*>(buf);
+  constexpr int64_t kMax = 1 << 30;
+  for (int64_t done = 0; done < bytes; done += kMax) {
+    const int n = static_cast<int>(std::min(kMax, bytes - done));
+    HVD_RETURN_IF_ERROR(Check(MPI_Bcast(p + done, n, MPI_BYTE, root, comm_), "Bcast"));
+  }
+  return Status::OK();
+}
+
+Status MpiComm::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                          const std::vector<int64_t>& recv_bytes) {
+  std::vector<int> sc(static_cast<size_t>(size_)), sd(sc.size()), rc(sc.size()), rd(sc.size());
+  int64_t so = 0, ro = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (!FitsInt(send_bytes[r]) || !FitsInt(recv_bytes[r]) || !FitsInt(so) || !FitsInt(ro)) {
+      return TooLarge("alltoallv");
+    }
+    sc[r] = static_cast<int>(send_bytes[r]);
+    sd[r] = static_cast<int>(so);
+    rc[r] = static_cast<int>(recv_bytes[r]);
+    rd[r] = static_cast<int>(ro);
+    so += send_bytes[r];
+    ro += recv_bytes[r];
+  }
+  return Check(MPI_Alltoallv(in, sc.data(), sd.data(), MPI_BYTE, out, rc.data(), rd.data(),
+                             MPI_BYTE, comm_),
+               "Alltoallv");
+}
+
+Status MpiComm::Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
+                              DataType dt, ReduceOp op) {
+  std::vector<int> c(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    if (!FitsInt(counts[r])) return TooLarge("reduce_scatter");
+    c[r] = static_cast<int>(counts[r]);
+  }
+  return Check(MPI_Reduce_scatter(in, out, c.data(), ToMpiType(dt), ToMpiOp(dt, op), comm_),
+               "Reduce_scatter");
+}
+
+Status MpiComm::Barrier() { return Check(MPI_Barrier(comm_), "Barrier"); }
+
+Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
+                      std::unique_ptr<Comm>* out) {
+  MPI_Group world, sub;
+  HVD_RETURN_IF_ERROR(Check(MPI_Comm_group(comm_, &world), "Comm_group"));
+  int rc = MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &sub);
+  MPI_Group_free(&world);
+  HVD_RETURN_IF_ERROR(Check(rc, "Group_incl"));
+  MPI_Comm newcomm = MPI_COMM_NULL;
+  const int mpi_tag = static_cast<int>(std::hash<std::string>()(tag) & 0x7fff);
+  rc = MPI_Comm_create_group(comm_, sub, mpi_tag, &newcomm);
+  MPI_Group_free(&sub);
+  HVD_RETURN_IF_ERROR(Check(rc, "Comm_create_group"));
+  *out = std::make_unique<MpiComm>(newcomm);
+  return Status::OK();
+}
+
+}  // namespace hvd

@@ -1,0 +1,54 @@
+// hvd::Comm over an MPI communicator (Open MPI). Negotiation calls are
+// non-blocking with a polling wait that backs off to sleeping, so a rank
+// waiting on a slow peer does not steal a core from it; data calls are the
+// blocking MPI collectives (fastest path).
+#pragma once
+
+#include <mpi.h>
+
+#include "core/comm.h"
+
+namespace hvd {
+
+class MpiComm : public Comm {
+ public:
+  // Takes ownership of `comm` (freed in the destructor).
+  explicit MpiComm(MPI_Comm comm);
+  ~MpiComm() override;
+  MpiComm(const MpiComm&) = delete;
+  MpiComm& operator=(const MpiComm&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend_name() const override { return "MPI"; }
+
+  Status AllreduceBits(uint64_t* words, size_t n, BitOp op) override;
+  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override;
+  Status BroadcastBytes(std::string* bytes, int root) override;
+
+  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  Status Broadcast(void* buf, int64_t bytes, int root) override;
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override;
+  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
+                       ReduceOp op) override;
+  Status Barrier() override;
+  Status Split(const std::vector<int>& ranks, const std::string& tag,
+               std::unique_ptr<Comm>* out) override;
+
+ private:
+  Status Wait(MPI_Request* request, const char* what);
+  Status Check(int rc, const char* what);
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+// MPI datatype and op for hvd's types; 16-bit floats use user-defined ops
+// that compute in float.
+MPI_Datatype ToMpiType(DataType dt);
+MPI_Op ToMpiOp(DataType dt, ReduceOp op);
+
+}  // namespace hvd

@@ -1,0 +1,78 @@
+#include <mutex>
+
+#include "core/backends/mpi/mpi_comm.h"
+#include "core/reduce.h"
+
+namespace hvd {
+namespace {
+
+template <DataType D, ReduceOp O>
+void Reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
+  ReduceInto(inout, in, *len, D, O);
+}
+
+// [0]: float16, [1]: bfloat16; by ReduceOp sum, (average), min, max, product.
+MPI_Op g_half_ops[2][5];
+
+void CreateHalfOps() {
+  using MpiFn = void (*)(void*, void*, int*, MPI_Datatype*);
+  const MpiFn fns[2][5] = {
+      {Reduce16<DataType::kFloat16, ReduceOp::kSum>, Reduce16<DataType::kFloat16, ReduceOp::kSum>,
+       Reduce16<DataType::kFloat16, ReduceOp::kMin>, Reduce16<DataType::kFloat16, ReduceOp::kMax>,
+       Reduce16<DataType::kFloat16, ReduceOp::kProduct>},
+      {Reduce16<DataType::kBFloat16, ReduceOp::kSum>,
+       Reduce16<DataType::kBFloat16, ReduceOp::kSum>,
+       Reduce16<DataType::kBFloat16, ReduceOp::kMin>,
+       Reduce16<DataType::kBFloat16, ReduceOp::kMax>,
+       Reduce16<DataType::kBFloat16, ReduceOp::kProduct>}};
+  for (int t = 0; t < 2; ++t) {
+    for (int o = 0; o < 5; ++o) MPI_Op_create(fns[t][o], /*commute=*/1, &g_half_ops[t][o]);
+  }
+}
+
+}  // namespace
+
+MPI_Datatype ToMpiType(DataType dt) {
+  switch (dt) {
+    case DataType::kUInt8:
+      return MPI_UINT8_T;
+    case DataType::kInt8:
+      return MPI_INT8_T;
+    case DataType::kInt32:
+      return MPI_INT32_T;
+    case DataType::kInt64:
+      return MPI_INT64_T;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return MPI_UINT16_T;  // opaque 16 bits; only our ops interpret them
+    case DataType::kFloat32:
+      return MPI_FLOAT;
+    case DataType::kFloat64:
+      return MPI_DOUBLE;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op ToMpiOp(DataType dt, ReduceOp op) {
+  if (dt == DataType::kFloat16 || dt == DataType::kBFloat16) {
+    // Created once per process: MPI cannot be re-initialised, so these
+    // live until MPI_Finalize frees them.
+    static std::once_flag once;
+    std::call_once(once, CreateHalfOps);
+    return g_half_ops[dt == DataType::kFloat16 ? 0 : 1][static_cast<int>(op)];
+  }
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage:
+      return MPI_SUM;
+    case ReduceOp::kMin:
+      return MPI_MIN;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kProduct:
+      return MPI_PROD;
+  }
+  return MPI_SUM;
+}
+
+}  // namespace hvd

@@ -1,0 +1,87 @@
+// Negotiation for one process set: decides, identically on every rank,
+// which collectives run this cycle. Steady state: tensors seen before are
+// agreed by one AND-allreduce of cache bits. Otherwise ranks send their new
+// requests to the coordinator (rank 0 of the set), which checks that ranks
+// agree and answers with a response list broadcast to all.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/config.h"
+#include "core/message.h"
+#include "core/response_cache.h"
+
+namespace hvd {
+
+struct CycleOutput {
+  std::vector<Response> responses;  // unfused, in the order every rank runs them
+  bool shutdown = false;
+  std::vector<int32_t> shutdown_ranks;
+};
+
+// Observer of negotiation progress (the timeline implements it).
+class NegotiationObserver {
+ public:
+  virtual ~NegotiationObserver() = default;
+  virtual void RequestSeen(const Request& request, int ready_count) = 0;
+};
+
+class Controller {
+ public:
+  Controller(Comm* comm, const Config& config, int32_t set_id);
+
+  // One cycle. `requests` are this rank's new requests for the set.
+  Status RunCycle(std::vector<Request> requests, bool shutdown, CycleOutput* out);
+
+  // Names this rank submitted that are not yet answered.
+  size_t outstanding() const { return outstanding_.size(); }
+  void set_observer(NegotiationObserver* o) { observer_ = o; }
+  const ResponseCache& cache() const { return cache_; }
+
+ private:
+  // Flags travel inverted in word 0 of the AND-allreduce, so AND gives OR.
+  enum Flag : uint64_t { kShutdownFlag = 1, kUncachedFlag = 2, kInvalidFlag = 4, kJoinedFlag = 8 };
+
+  static bool Cacheable(OpType t);
+  Status Coordinate(const RequestList& mine, ResponseList* out);
+  // Coordinator only.
+  void Record(const Request& q);
+  bool IsReady(const std::string& name) const;
+  Response Decide(const std::string& name);
+  void CheckStalls(ResponseList* out);
+  void EmitReady(ResponseList* out);
+
+  Comm* comm_;
+  const Config& config_;
+  int32_t set_id_;
+  int rank_;
+  int size_;
+  ResponseCache cache_;
+  std::map<int, Request> pending_hits_;  // cache position -> this rank's request
+  std::vector<Request> resend_;          // hits whose slot was evicted
+  std::unordered_map<std::string, Request> outstanding_;  // sent to the coordinator
+  NegotiationObserver* observer_ = nullptr;
+
+  // Coordinator state.
+  struct Pending {
+    std::vector<Request> requests;  // in arrival order
+    std::vector<bool> seen;         // by rank
+    std::chrono::steady_clock::time_point first_seen;
+    bool warned = false;
+  };
+  std::unordered_map<std::string, Pending> table_;
+  std::vector<std::string> arrival_order_;  // names in first-seen order
+  std::set<int32_t> joined_;
+  int32_t last_joined_ = -1;
+  std::map<std::string, std::vector<std::string>> group_ready_;
+  std::vector<Response> stalled_errors_;
+  std::chrono::steady_clock::time_point last_stall_check_;
+};
+
+}  // namespace hvd

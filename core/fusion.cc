@@ -1,0 +1,93 @@
+#include "core/fusion.h"
+
+#include <map>
+#include <tuple>
+
+namespace hvd {
+
+int64_t ResponseBytes(const Response& r, int set_size) {
+  const int64_t esize = static_cast<int64_t>(DataTypeSize(r.dtype));
+  switch (r.type) {
+    case OpType::kAllreduce:
+    case OpType::kReducescatter:
+    case OpType::kBroadcast: {
+      int64_t n = 0;
+      for (auto c : r.sizes) n += c;
+      return n * esize;
+    }
+    case OpType::kAllgather: {
+      // sizes: per tensor [row_elems, dim0 of each rank]
+      int64_t n = 0;
+      const size_t stride = 1 + static_cast<size_t>(set_size);
+      for (size_t i = 0; i + stride <= r.sizes.size(); i += stride) {
+        int64_t rows = 0;
+        for (int k = 0; k < set_size; ++k) rows += r.sizes[i + 1 + k];
+        n += rows * r.sizes[i];
+      }
+      return n * esize;
+    }
+    default:
+      return 0;
+  }
+}
+
+namespace {
+
+bool Fusable(const Response& r) {
+  return r.error_code == Code::kOk &&
+         (r.type == OpType::kAllreduce || r.type == OpType::kAllgather) && r.names.size() == 1;
+}
+
+using Key = std::tuple<int, int, int, int, int, double, double>;
+
+Key FusionKey(const Response& r) {
+  bool reduces = r.type == OpType::kAllreduce;
+  return Key(static_cast<int>(r.type), static_cast<int>(r.dtype),
+             reduces ? static_cast<int>(r.reduce_op) : 0, static_cast<int>(r.device.kind),
+             r.device.id, reduces ? r.prescale : 1.0, reduces ? r.postscale : 1.0);
+}
+
+}  // namespace
+
+std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold,
+                                    int set_size) {
+  if (threshold <= 0) return responses;
+  std::vector<Response> out;
+  out.reserve(responses.size());
+  std::vector<int64_t> bytes;  // per entry of `out`
+  std::map<Key, size_t> open;  // key -> index in out of the group still taking tensors
+  for (auto& r : responses) {
+    if (!Fusable(r)) {
+      out.push_back(std::move(r));
+      bytes.push_back(0);
+      continue;
+    }
+    const int64_t b = ResponseBytes(r, set_size);
+    const Key key = FusionKey(r);
+    auto it = open.find(key);
+    // Only tensors with the same joined ranks may share a buffer.
+    if (it != open.end() && bytes[it->second] + b <= threshold &&
+        out[it->second].joined_ranks == r.joined_ranks) {
+      Response& g = out[it->second];
+      g.names.push_back(std::move(r.names[0]));
+      g.sizes.insert(g.sizes.end(), r.sizes.begin(), r.sizes.end());
+      bytes[it->second] += b;
+      continue;
+    }
+    open[key] = out.size();
+    bytes.push_back(b);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void* FusionBuffer::Get(int64_t bytes) {
+  if (static_cast<int64_t>(buf_.size()) < bytes) {
+    buf_.clear();
+    buf_.shrink_to_fit();
+    buf_.resize(static_cast<size_t>(bytes));
+  }
+  return buf_.data();
+}
+
+}  // namespace hvd

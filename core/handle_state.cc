@@ -1,0 +1,43 @@
+#include "core/handle_state.h"
+
+namespace hvd {
+
+void HandleState::Complete(const Status& s) {
+  Callback cb;
+  Status final_status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_) return;
+    if (!s.ok() && status_.ok()) status_ = s;
+    if (--pending_ > 0) return;
+    done_ = true;
+    final_status = status_;
+    cb = std::move(callback_);
+  }
+  cv_.notify_all();
+  // Outside the lock: the callback may poll or release its own handle.
+  if (cb) cb(final_status);
+}
+
+Status HandleState::Poll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ ? status_ : Status::InProgress();
+}
+
+bool HandleState::done() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+Status HandleState::Wait(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (timeout_ms < 0) {
+    cv_.wait(lock, [this] { return done_; });
+  } else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) {
+    return Status::Timeout("hvd_wait: the operation did not finish within " +
+                           std::to_string(timeout_ms) + " ms (it keeps running)");
+  }
+  return status_;
+}
+
+}  // namespace hvd

@@ -1,0 +1,60 @@
+// Completion state shared by the caller (poll/wait/result) and the
+// background thread (Complete). One HandleState may cover several tensors
+// (grouped allreduce): it is done when the last one completes, with the
+// first error seen.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+
+namespace hvd {
+
+// The result of an op whose output hvd allocates (allgather, alltoall,
+// reducescatter): either owned here or written to caller-allocated memory.
+struct OpResult {
+  std::vector<uint8_t> owned;
+  void* data = nullptr;
+  std::vector<int64_t> shape;
+  DataType dtype = DataType::kFloat32;
+  Device device;
+  std::vector<int32_t> recv_splits;
+  int64_t value = -1;  // join: last rank to join; add_process_set: the new id
+};
+
+class HandleState {
+ public:
+  using Callback = std::function<void(const Status&)>;
+
+  HandleState(int pending, Callback callback)
+      : pending_(pending), callback_(std::move(callback)) {}
+
+  // Called once per covered tensor from the background thread.
+  void Complete(const Status& s);
+  // kInProgress until done, then the final status.
+  Status Poll();
+  // timeout_ms < 0 waits forever. On timeout returns Code::kTimeout.
+  Status Wait(int64_t timeout_ms);
+  bool done();
+
+  // Result of the first tensor; written only by the background thread
+  // before completion and read by callers after it.
+  OpResult& result() { return result_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int pending_;
+  bool done_ = false;
+  Status status_;
+  Callback callback_;
+  OpResult result_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,28 @@
+// A group of ranks that negotiates and communicates on its own: the world
+// is set 0; hvd_add_process_set creates more while the job runs.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/comm.h"
+#include "core/controller.h"
+#include "core/fusion.h"
+
+namespace hvd {
+
+struct ProcessSet {
+  int32_t id = 0;
+  std::vector<int> ranks;  // global ranks, ascending
+  // Null on ranks that are not members.
+  std::shared_ptr<Comm> controller_comm;
+  std::shared_ptr<Comm> data_comm;
+  std::unique_ptr<Controller> controller;
+  FusionBuffer fusion;
+
+  bool member() const { return controller_comm != nullptr; }
+  int rank() const { return member() ? controller_comm->rank() : -1; }
+  int size() const { return static_cast<int>(ranks.size()); }
+};
+
+}  // namespace hvd

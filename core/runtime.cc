@@ -1,0 +1,399 @@
+#include "core/runtime.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+
+#include "core/backends/registry.h"
+#include "core/fusion.h"
+#include "core/logging.h"
+#include "core/ops/op.h"
+
+namespace hvd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string HostKey() {
+  if (const char* h = std::getenv("HVD_HOSTNAME")) return h;
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+bool IsFatal(Code c) { return c == Code::kPeerLost || c == Code::kBackend || c == Code::kTimeout; }
+
+std::string JoinRanks(const std::vector<int32_t>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+}  // namespace
+
+Runtime& Runtime::Get() {
+  static Runtime runtime;
+  return runtime;
+}
+
+bool Runtime::initialized() { return running_.load(); }
+
+std::string Runtime::AutoName(OpType type, int32_t set) {
+  std::lock_guard<std::mutex> lock(names_mu_);
+  int64_t n = auto_names_[{static_cast<int>(type), set}]++;
+  return std::string(OpTypeName(type)) + ".noname." + std::to_string(n) +
+         (set ? ".set" + std::to_string(set) : "");
+}
+
+Status Runtime::ComputeTopology(Comm* comm) {
+  std::vector<std::string> hosts;
+  HVD_RETURN_IF_ERROR(comm->AllgatherBytes(HostKey(), &hosts));
+  Topology t;
+  t.rank = comm->rank();
+  t.size = comm->size();
+  std::vector<std::string> order;  // hosts in order of their first rank
+  std::map<std::string, std::vector<int>> by_host;
+  for (int r = 0; r < t.size; ++r) {
+    if (!by_host.count(hosts[r])) order.push_back(hosts[r]);
+    by_host[hosts[r]].push_back(r);
+  }
+  const auto& mine = by_host[hosts[t.rank]];
+  t.local_size = static_cast<int>(mine.size());
+  t.local_rank = static_cast<int>(std::find(mine.begin(), mine.end(), t.rank) - mine.begin());
+  // Cross communicator: the ranks with my local rank, one per host.
+  t.cross_size = 0;
+  for (const auto& h : order) {
+    if (static_cast<int>(by_host[h].size()) > t.local_rank) {
+      if (h == hosts[t.rank]) t.cross_rank = t.cross_size;
+      ++t.cross_size;
+    }
+  }
+  topo_ = t;
+  return Status::OK();
+}
+
+Status Runtime::Init(const InitArgs& args) {
+  std::lock_guard<std::mutex> lock(init_mu_);
+  if (running_) {
+    return Status(Code::kAlreadyInitialized,
+                  "hvd is already initialized; call hvd_shutdown before initializing again");
+  }
+  if (thread_.joinable()) thread_.join();  // a loop that ended on its own
+  Config cfg;
+  HVD_RETURN_IF_ERROR(Config::FromEnvironment(&cfg));
+  config_ = cfg;
+  SetLogConfig(config_.log_level, config_.log_hide_time);
+
+  BackendChoice ctrl_choice = args.controller != BackendChoice::kAuto ? args.controller
+                                                                       : config_.controller;
+  if (args.use_mpi_comm) {
+    if (ctrl_choice == BackendChoice::kGloo) {
+      return Status::Invalid("hvd_init_mpi_comm needs the MPI controller, but Gloo was requested");
+    }
+    ctrl_choice = BackendChoice::kMpi;
+  }
+  const BackendEntry* ctrl_entry = nullptr;
+  if (ctrl_choice == BackendChoice::kAuto) {
+    for (const auto& e : Backends()) {
+      if (e.launched_by_env()) {
+        ctrl_entry = &e;
+        break;
+      }
+    }
+    if (!ctrl_entry && !Backends().empty()) ctrl_entry = &Backends().front();
+  } else {
+    ctrl_entry = FindBackend(ctrl_choice);
+  }
+  if (!ctrl_entry) {
+    return Status::Unsupported(
+        std::string("the requested controller backend is not built into this libhvd ") +
+        "(see hvdrun --check-build)");
+  }
+  BackendChoice data_choice = args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations
+                                                                           : config_.cpu_operations;
+  const BackendEntry* data_entry =
+      data_choice == BackendChoice::kAuto ? ctrl_entry : FindBackend(data_choice);
+  if (!data_entry) {
+    return Status::Unsupported("the requested CPU operations backend is not built into this libhvd");
+  }
+
+  CommInitArgs cargs;
+  cargs.config = &config_;
+  cargs.use_mpi_comm = args.use_mpi_comm;
+  cargs.mpi_comm = args.mpi_comm;
+  std::unique_ptr<Comm> ctrl_comm, data_comm;
+  HVD_RETURN_IF_ERROR(ctrl_entry->create_world(cargs, &ctrl_comm));
+  std::shared_ptr<Comm> ctrl(std::move(ctrl_comm));
+  std::shared_ptr<Comm> data = ctrl;
+  if (data_entry != ctrl_entry) {
+    HVD_RETURN_IF_ERROR(data_entry->create_world(cargs, &data_comm));
+    data = std::shared_ptr<Comm>(std::move(data_comm));
+    if (data->size() != ctrl->size() || data->rank() != ctrl->rank()) {
+      return Status::Invalid("the controller and CPU-operations backends disagree on rank/size");
+    }
+  }
+  HVD_RETURN_IF_ERROR(ComputeTopology(ctrl.get()));
+  SetLogRank(topo_.rank);
+  controller_name_ = ctrl_entry->name;
+  data_name_ = data_entry->name;
+
+  auto world = std::make_unique<ProcessSet>();
+  world->id = 0;
+  for (int r = 0; r < topo_.size; ++r) world->ranks.push_back(r);
+  world->controller_comm = ctrl;
+  world->data_comm = data;
+  world->controller = std::make_unique<Controller>(ctrl.get(), config_, 0);
+  {
+    std::lock_guard<std::mutex> sl(sets_mu_);
+    sets_.clear();
+    sets_[0] = std::move(world);
+    next_set_id_ = 1;
+  }
+  {
+    std::lock_guard<std::mutex> nl(names_mu_);
+    auto_names_.clear();
+  }
+  shutdown_requested_ = false;
+  queue_.Reopen();
+  thread_ = std::thread(&Runtime::Loop, this);
+  running_ = true;
+  // Registered after the backends so it runs before their own exit hooks
+  // (MPI_Finalize): a process that exits without hvd_shutdown stops cleanly.
+  static bool registered = [] { return std::atexit([] { Runtime::Get().Shutdown(); }) == 0; }();
+  (void)registered;
+  HVD_LOG(kDebug) << "initialized: rank " << topo_.rank << "/" << topo_.size << ", local "
+                  << topo_.local_rank << "/" << topo_.local_size << ", controller "
+                  << controller_name_ << ", cpu operations " << data_name_;
+  return Status::OK();
+}
+
+Status Runtime::Shutdown() {
+  std::lock_guard<std::mutex> lock(init_mu_);
+  if (!running_ && !thread_.joinable()) return Status::OK();
+  shutdown_requested_ = true;
+  queue_.Wake();
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> sl(sets_mu_);
+    sets_.clear();  // frees communicators
+  }
+  running_ = false;
+  return Status::OK();
+}
+
+Status Runtime::Submit(std::vector<TensorEntry> entries) {
+  if (!running_) return Status::NotInitialized();
+  std::lock_guard<std::mutex> sl(sets_mu_);
+  const int32_t set = entries.empty() ? 0 : entries[0].request.process_set;
+  auto it = sets_.find(set);
+  if (it == sets_.end()) return Status::Invalid("unknown process set " + std::to_string(set) + " (never added, or removed)");
+  if (!it->second->member()) {
+    return Status::Invalid("rank " + std::to_string(topo_.rank) +
+                           " is not a member of process set " + std::to_string(set));
+  }
+  const int set_rank = it->second->rank();
+  for (auto& e : entries) {
+    e.request.rank = set_rank;
+    e.enqueued = Clock::now();
+  }
+  return queue_.Add(std::move(entries));
+}
+
+Status Runtime::SetInfo(int32_t id, int* rank, int* size) {
+  if (!running_) return Status::NotInitialized();
+  std::lock_guard<std::mutex> sl(sets_mu_);
+  auto it = sets_.find(id);
+  if (it == sets_.end()) return Status::Invalid("unknown process set " + std::to_string(id) + " (never added, or removed)");
+  *rank = it->second->rank();
+  *size = it->second->size();
+  return Status::OK();
+}
+
+void Runtime::Loop() {
+  const auto cycle = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+  auto last = Clock::now() - cycle;
+  Status fatal;
+  std::vector<int32_t> shutdown_ranks;
+  bool stop = false;
+  while (!stop) {
+    queue_.WaitForWork(last + cycle);
+    last = Clock::now();
+    const bool shutdown = shutdown_requested_.load();
+    std::vector<int32_t> ids;
+    {
+      std::lock_guard<std::mutex> sl(sets_mu_);
+      for (const auto& kv : sets_) {
+        if (kv.second->member()) ids.push_back(kv.first);
+      }
+    }
+    for (int32_t id : ids) {
+      ProcessSet* ps = nullptr;
+      {
+        std::lock_guard<std::mutex> sl(sets_mu_);
+        auto it = sets_.find(id);
+        if (it == sets_.end()) continue;  // removed during this pass
+        ps = it->second.get();
+      }
+      auto requests = queue_.PopRequests(id);
+      CycleOutput out;
+      Status s = ps->controller->RunCycle(std::move(requests), shutdown && id == 0, &out);
+      if (s.ok()) {
+        auto fused = FuseResponses(std::move(out.responses), config_.fusion_threshold_bytes,
+                                   ps->size());
+        for (const auto& r : fused) {
+          Execute(*ps, r);
+          if (!loop_fatal_.ok()) break;
+        }
+        s = loop_fatal_;
+      }
+      if (!s.ok()) {
+        fatal = s;
+        stop = true;
+        break;
+      }
+      if (out.shutdown) {
+        shutdown_ranks = out.shutdown_ranks;
+        stop = true;
+        break;
+      }
+    }
+  }
+  Status final_status = fatal;
+  if (final_status.ok()) {
+    std::vector<int32_t> others;
+    for (int32_t r : shutdown_ranks) {
+      if (r != topo_.rank) others.push_back(r);
+    }
+    if (shutdown_requested_ || others.empty()) {
+      final_status = Status::ShutDown("hvd has been shut down (hvd_shutdown) on this rank");
+    } else {
+      final_status = Status::ShutDown(
+          "hvd was shut down by rank" + std::string(others.size() > 1 ? "s " : " ") +
+          JoinRanks(others) +
+          " (hvd_shutdown called or the process exiting there); this rank's pending and later "
+          "operations cannot run");
+      HVD_LOG(kWarning) << final_status.message();
+    }
+  } else {
+    HVD_LOG(kError) << "background loop stopped: " << final_status.message();
+  }
+  loop_fatal_ = Status::OK();
+  queue_.Close(final_status);
+}
+
+void Runtime::Execute(ProcessSet& ps, const Response& response) {
+  const size_t n = response.names.size();
+  std::vector<TensorEntry> storage(n);
+  std::vector<TensorEntry*> entries(n, nullptr);
+  bool missing = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (queue_.Take(ps.id, response.names[i], &storage[i])) {
+      entries[i] = &storage[i];
+    } else {
+      missing = true;
+    }
+  }
+  auto complete = [&](const Status& s) {
+    for (auto* e : entries) {
+      if (e) e->handle->Complete(s);
+    }
+  };
+  if (response.error_code != Code::kOk) {
+    complete(Status(response.error_code, response.error));
+    return;
+  }
+  switch (response.type) {
+    case OpType::kJoin:
+      for (auto* e : entries) {
+        if (e) e->handle->result().value = response.last_joined;
+      }
+      complete(Status::OK());
+      return;
+    case OpType::kAddProcessSet:
+    case OpType::kRemoveProcessSet:
+      ApplyProcessSetChange(response, entries[0]);
+      return;
+    default:
+      break;
+  }
+  const bool joined = std::find(response.joined_ranks.begin(), response.joined_ranks.end(),
+                                ps.rank()) != response.joined_ranks.end();
+  if (missing && !(response.type == OpType::kAllreduce && joined)) {
+    // Every rank agreed to run this; without the entry this rank cannot take
+    // part, and the others would wait forever.
+    loop_fatal_ = Status::Internal("no local tensor for negotiated " +
+                                   std::string(OpTypeName(response.type)) + " of '" +
+                                   response.names[0] + "'");
+    complete(loop_fatal_);
+    return;
+  }
+  Executor exec = FindExecutor(response.type);
+  ExecContext ctx;
+  ctx.comm = ps.data_comm.get();
+  ctx.fusion = &ps.fusion;
+  ctx.set_id = ps.id;
+  Status s = exec ? exec(ctx, response, entries)
+                  : Status::Unsupported(std::string("no executor for ") +
+                                        OpTypeName(response.type));
+  complete(s);
+  if (IsFatal(s.code())) loop_fatal_ = s;
+}
+
+void Runtime::ApplyProcessSetChange(const Response& response, TensorEntry* entry) {
+  Status s;
+  if (response.type == OpType::kAddProcessSet) {
+    auto ps = std::make_unique<ProcessSet>();
+    ps->id = next_set_id_++;
+    ps->ranks.assign(response.set_ranks.begin(), response.set_ranks.end());
+    ProcessSet* world = sets_.at(0).get();
+    const bool member =
+        std::find(ps->ranks.begin(), ps->ranks.end(), topo_.rank) != ps->ranks.end();
+    if (member) {
+      const std::string tag = "process_set." + std::to_string(ps->id);
+      std::unique_ptr<Comm> c;
+      s = world->controller_comm->Split(ps->ranks, tag + ".ctrl", &c);
+      if (s.ok()) {
+        ps->controller_comm = std::shared_ptr<Comm>(std::move(c));
+        if (world->data_comm == world->controller_comm) {
+          ps->data_comm = ps->controller_comm;
+        } else {
+          s = world->data_comm->Split(ps->ranks, tag + ".data", &c);
+          ps->data_comm = std::shared_ptr<Comm>(std::move(c));
+        }
+      }
+      if (s.ok()) ps->controller = std::make_unique<Controller>(ps->controller_comm.get(), config_, ps->id);
+    }
+    if (s.ok()) {
+      if (entry) entry->handle->result().value = ps->id;
+      std::lock_guard<std::mutex> sl(sets_mu_);
+      sets_[ps->id] = std::move(ps);
+    } else {
+      loop_fatal_ = s;
+    }
+  } else {
+    const int32_t id = response.set_ranks.empty() ? -1 : response.set_ranks[0];
+    std::unique_ptr<ProcessSet> removed;
+    {
+      std::lock_guard<std::mutex> sl(sets_mu_);
+      auto it = sets_.find(id);
+      if (id == 0 || it == sets_.end()) {
+        s = Status::Invalid("cannot remove process set " + std::to_string(id) +
+                            (id == 0 ? " (the global set)" : " (unknown id)"));
+      } else {
+        removed = std::move(it->second);
+        sets_.erase(it);
+      }
+    }
+    if (removed) {
+      queue_.FailSet(id, Status::Invalid("process set " + std::to_string(id) +
+                                         " was removed while this operation was pending"));
+    }
+  }
+  if (entry) entry->handle->Complete(s);
+}
+
+}  // namespace hvd

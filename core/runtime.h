@@ -1,0 +1,80 @@
+// The process-wide state behind the C API: configuration, backends, process
+// sets, the tensor queue and the background thread that negotiates and
+// executes collectives.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/process_set.h"
+#include "core/tensor_queue.h"
+
+namespace hvd {
+
+struct InitArgs {
+  BackendChoice controller = BackendChoice::kAuto;
+  BackendChoice cpu_operations = BackendChoice::kAuto;
+  bool use_mpi_comm = false;
+  int mpi_comm = 0;
+};
+
+struct Topology {
+  int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
+};
+
+class Runtime {
+ public:
+  static Runtime& Get();
+
+  Status Init(const InitArgs& args);
+  Status Shutdown();
+  bool initialized();
+
+  // Valid while initialised.
+  const Topology& topology() const { return topo_; }
+  const Config& config() const { return config_; }
+  const char* controller_name() const { return controller_name_; }
+  const char* data_name() const { return data_name_; }
+
+  // Hands entries to the background thread (all-or-nothing).
+  Status Submit(std::vector<TensorEntry> entries);
+  // Rank of this process inside a set, its size, membership; errors for
+  // unknown ids.
+  Status SetInfo(int32_t id, int* rank, int* size);
+
+  // Next automatic name for an op in a set ("allreduce.noname.7"); equal on
+  // all ranks as long as they make such calls in the same order.
+  std::string AutoName(OpType type, int32_t set);
+
+ private:
+  Runtime() = default;
+  void Loop();
+  Status CycleSet(ProcessSet& ps, bool shutdown, bool* stop);
+  void Execute(ProcessSet& ps, const Response& response);
+  void ApplyProcessSetChange(const Response& response, TensorEntry* entry);
+  Status ComputeTopology(Comm* comm);
+
+  std::mutex init_mu_;  // serialises Init/Shutdown
+  std::atomic<bool> running_{false};
+  std::atomic<bool> shutdown_requested_{false};
+  std::thread thread_;
+  Config config_;
+  Topology topo_;
+  const char* controller_name_ = "";
+  const char* data_name_ = "";
+  TensorQueue queue_;
+
+  std::mutex sets_mu_;  // guards sets_ against readers on caller threads
+  std::map<int32_t, std::unique_ptr<ProcessSet>> sets_;
+  int32_t next_set_id_ = 1;
+  std::mutex names_mu_;
+  std::map<std::pair<int, int32_t>, int64_t> auto_names_;
+  Status loop_fatal_;          // set by Execute when the backend is unusable
+};
+
+}  // namespace hvd

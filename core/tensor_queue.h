@@ -1,0 +1,52 @@
+// Where caller threads hand tensors to the background thread: a table of
+// pending entries by (process set, name) and the requests not yet sent to
+// negotiation. One mutex; the background thread sleeps on its condition.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tensor_entry.h"
+
+namespace hvd {
+
+class TensorQueue {
+ public:
+  // Adds entries atomically (a group goes in whole or not at all). Fails
+  // with kInvalidArgument if a name is already pending in its set, or with
+  // `closed_status` once the queue is closed.
+  Status Add(std::vector<TensorEntry> entries);
+  // New requests of process set `set` since the last call.
+  std::vector<Request> PopRequests(int32_t set);
+  // Removes and returns the entry, or false if this rank has none (joined).
+  bool Take(int32_t set, const std::string& name, TensorEntry* out);
+  // Waits until new requests arrive, Wake() is called or `deadline` passes.
+  void WaitForWork(std::chrono::steady_clock::time_point deadline);
+  void Wake();
+  bool HasRequests();
+  // Fails every pending entry with `s` and refuses new ones with it.
+  void Close(const Status& s);
+  // Fails the pending entries of one set (set removed, peer lost...).
+  void FailSet(int32_t set, const Status& s);
+  void Reopen();
+  size_t PendingCount(int32_t set);
+  // Names of entries that have been pending longer than `age`, per set.
+  std::vector<std::string> OlderThan(int32_t set, std::chrono::steady_clock::duration age);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false;
+  bool wake_ = false;
+  Status closed_status_;
+  size_t new_requests_ = 0;
+  std::map<int32_t, std::unordered_map<std::string, TensorEntry>> entries_;
+  std::map<int32_t, std::vector<Request>> requests_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,157 @@
+// hvdrun's pieces without processes: argument parsing, host lists, rank
+// placement (local and cross ranks), remote-shell and mpirun commands.
+#include <gtest/gtest.h>
+
+#include "tools/hvdrun/command.h"
+#include "tools/hvdrun/hosts.h"
+#include "tools/hvdrun/job_env.h"
+#include "tools/hvdrun/mpi_launch.h"
+#include "tools/hvdrun/options.h"
+
+namespace hvd {
+namespace run {
+namespace {
+
+TEST(HvdrunOptions, ParsesFlagsAndStopsAtProgram) {
+  Options o;
+  Status s = ParseOptions({"-np", "4", "-H", "a:2,b:2", "--ssh-command=ip netns exec",
+                           "--start-timeout", "5", "--verbose", "prog", "-np", "9"},
+                          &o);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(o.np, 4);
+  EXPECT_EQ(o.hosts, "a:2,b:2");
+  EXPECT_EQ(o.ssh_command, "ip netns exec");
+  EXPECT_EQ(o.start_timeout_seconds, 5.0);
+  EXPECT_TRUE(o.verbose);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"prog", "-np", "9"}));
+  ASSERT_TRUE(ParseOptions({"-np", "1", "--", "--weird-prog"}, &o).ok());
+  EXPECT_EQ(o.command, (std::vector<std::string>{"--weird-prog"}));
+  EXPECT_FALSE(ParseOptions({"-np", "-3", "prog"}, &o).ok());
+  EXPECT_FALSE(ParseOptions({"-np", "2", "--start-timeout", "0", "prog"}, &o).ok());
+  EXPECT_TRUE(ParseOptions({"--check-build"}, &o).ok());
+}
+
+TEST(HvdrunHosts, ParseHostList) {
+  std::vector<HostSlots> hosts;
+  ASSERT_TRUE(ParseHostList("a:2, b ,c:4", &hosts).ok());
+  ASSERT_EQ(hosts.size(), 3u);
+  EXPECT_EQ(hosts[1].name, "b");
+  EXPECT_EQ(hosts[1].slots, 1);
+  EXPECT_EQ(hosts[2].slots, 4);
+  EXPECT_FALSE(ParseHostList("a:2,,b", &hosts).ok());
+  EXPECT_FALSE(ParseHostList("a:-1", &hosts).ok());
+  EXPECT_FALSE(ParseHostList(":3", &hosts).ok());
+}
+
+TEST(HvdrunHosts, PlacementLocalAndCrossRanks) {
+  // 3 + 1 + 2 slots, 5 ranks: a gets 0,1,2; b gets 3; c gets 4.
+  std::vector<RankPlacement> r;
+  ASSERT_TRUE(PlaceRanks(5, {{"a", 3}, {"b", 1}, {"c", 2}}, &r).ok());
+  ASSERT_EQ(r.size(), 5u);
+  struct Want {
+    const char* host;
+    int local_rank, local_size, cross_rank, cross_size;
+  } want[] = {{"a", 0, 3, 0, 3},
+              {"a", 1, 3, 0, 1},
+              {"a", 2, 3, 0, 1},
+              {"b", 0, 1, 1, 3},
+              {"c", 0, 1, 2, 3}};
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE("rank " + std::to_string(i));
+    EXPECT_EQ(r[i].rank, i);
+    EXPECT_EQ(r[i].host, want[i].host);
+    EXPECT_EQ(r[i].local_rank, want[i].local_rank);
+    EXPECT_EQ(r[i].local_size, want[i].local_size);
+    EXPECT_EQ(r[i].cross_rank, want[i].cross_rank);
+    EXPECT_EQ(r[i].cross_size, want[i].cross_size);
+  }
+  Status s = PlaceRanks(7, {{"a", 3}, {"b", 1}, {"c", 2}}, &r);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("(6)"), std::string::npos) << s.message();
+}
+
+TEST(HvdrunCommand, ShellQuoteAndSplit) {
+  EXPECT_EQ(ShellQuote("plain/path-1.2"), "plain/path-1.2");
+  EXPECT_EQ(ShellQuote("it's a $x"), "'it'\\''s a $x'");
+  EXPECT_EQ(ShellQuote(""), "''");
+  std::vector<std::string> w;
+  ASSERT_TRUE(SplitCommand("ssh -i 'my key' -o \"A=b c\"", &w).ok());
+  EXPECT_EQ(w, (std::vector<std::string>{"ssh", "-i", "my key", "-o", "A=b c"}));
+  EXPECT_FALSE(SplitCommand("ssh 'open", &w).ok());
+}
+
+TEST(HvdrunCommand, RemoteArgvSshAndNamespace) {
+  RemoteShell ssh;
+  ASSERT_TRUE(MakeRemoteShell("", 2222, &ssh).ok());
+  auto argv = RemoteArgv(ssh, "node1", "/work dir", {{"HVD_RANK", "3"}}, {"python", "train.py"});
+  EXPECT_EQ(argv, (std::vector<std::string>{
+                      "ssh", "-o", "BatchMode=yes", "-p", "2222", "node1",
+                      "cd '/work dir' >/dev/null 2>&1; exec env HVD_RANK=3 python train.py"}));
+
+  RemoteShell ns;
+  ASSERT_TRUE(MakeRemoteShell("ip netns exec", 0, &ns).ok());
+  EXPECT_FALSE(ns.is_ssh);
+  argv = RemoteArgv(ns, "ns1", "/w", {{"K", "v v"}}, {"prog", "a b"});
+  EXPECT_EQ(argv, (std::vector<std::string>{"ip", "netns", "exec", "ns1", "sh", "-c",
+                                            "cd \"$1\" >/dev/null 2>&1; shift; exec env \"$@\"",
+                                            "hvdrun", "/w", "K=v v", "prog", "a b"}));
+  EXPECT_FALSE(MakeRemoteShell("ip netns exec", 22, &ns).ok()) << "port for a non-ssh shell";
+}
+
+TEST(HvdrunMpi, MpirunArgv) {
+  Options o;
+  ASSERT_TRUE(ParseOptions({"--mpi", "-np", "3", "-H", "a:2,b:2,c:1", "--ssh-command",
+                            "ip netns exec", "prog", "x"},
+                           &o)
+                  .ok());
+  std::vector<RankPlacement> r;
+  ASSERT_TRUE(PlaceRanks(3, {{"a", 2}, {"b", 2}, {"c", 1}}, &r).ok());
+  auto argv = MpirunArgv(o, r, {"HVD_FUSION_THRESHOLD=1", "HOME=/root", "HVD_RANK=7"});
+  EXPECT_EQ(argv, (std::vector<std::string>{"mpirun", "--allow-run-as-root", "--oversubscribe",
+                                            "-np", "3", "-H", "a:2,b:1", "--mca", "plm_rsh_agent",
+                                            "ip netns exec", "--tag-output", "-x",
+                                            "HVD_FUSION_THRESHOLD", "prog", "x"}));
+}
+
+TEST(HvdrunEnv, RankVariablesAndMerge) {
+  RankPlacement p;
+  p.rank = 5;
+  p.host = "h";
+  p.local_rank = 1;
+  p.local_size = 2;
+  p.cross_rank = 2;
+  p.cross_size = 3;
+  JobFacts job;
+  job.size = 6;
+  job.rendezvous_addr = "10.0.0.1";
+  job.rendezvous_port = 1234;
+  job.secret_hex = "ab";
+  EnvList vars = RankVariables(p, job, {"HVD_CPU_OPERATIONS=mpi"});
+  auto get = [&](const std::string& k) {
+    for (auto& kv : vars) {
+      if (kv.first == k) return kv.second;
+    }
+    return std::string("<unset>");
+  };
+  EXPECT_EQ(get("HVD_RANK"), "5");
+  EXPECT_EQ(get("HVD_SIZE"), "6");
+  EXPECT_EQ(get("HVD_LOCAL_RANK"), "1");
+  EXPECT_EQ(get("HVD_LOCAL_SIZE"), "2");
+  EXPECT_EQ(get("HVD_CROSS_RANK"), "2");
+  EXPECT_EQ(get("HVD_CROSS_SIZE"), "3");
+  EXPECT_EQ(get("HVD_HOSTNAME"), "h");
+  EXPECT_EQ(get("HVD_RENDEZVOUS_ADDR"), "10.0.0.1");
+  EXPECT_EQ(get("HVD_RENDEZVOUS_PORT"), "1234");
+  EXPECT_EQ(get("HVD_RENDEZVOUS_SECRET"), "ab");
+  EXPECT_EQ(get("HVD_CONTROLLER"), "gloo");
+  EXPECT_EQ(get("HVD_CPU_OPERATIONS"), "<unset>") << "user's choice must win";
+
+  auto merged = MergeEnvironment({"A=1", "HVD_RANK=99"}, {{"HVD_RANK", "5"}});
+  EXPECT_EQ(merged, (std::vector<std::string>{"A=1", "HVD_RANK=5"}));
+  EnvList fwd = ForwardedVariables({"HVD_X=1", "HVD_RANK=2", "PATH=/bin", "HOME=/root"});
+  EXPECT_EQ(fwd, (EnvList{{"HVD_X", "1"}, {"PATH", "/bin"}}));
+}
+
+}  // namespace
+}  // namespace run
+}  // namespace hvd

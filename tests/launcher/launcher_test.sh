@@ -1,0 +1,162 @@
+#!/bin/sh
+# End-to-end checks of hvdrun, one case per ctest test:
+#   launcher_test.sh CASE HVDRUN KV_RANK_PROBE
+set -u
+CASE=$1
+HVDRUN=$2
+PROBE=$3
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+fail() {
+  echo "FAIL [$CASE]: $*" >&2
+  for f in "$TMP"/*; do [ -f "$f" ] && { echo "--- $f" >&2; cat "$f" >&2; }; done
+  exit 1
+}
+
+# expect_file FILE: FILE's sorted lines must equal the sorted stdin.
+expect_lines() {
+  sort "$1" > "$TMP/actual.sorted"
+  sort > "$TMP/expected.sorted"
+  diff -u "$TMP/expected.sorted" "$TMP/actual.sorted" >&2 || fail "unexpected content of $1"
+}
+
+run() {  # run ARGS...: stdout/stderr to files, exit code to $rc, seconds to $elapsed
+  start=$(date +%s)
+  "$HVDRUN" "$@" > "$TMP/out" 2> "$TMP/err"
+  rc=$?
+  elapsed=$(( $(date +%s) - start ))
+}
+
+case "$CASE" in
+prefix_output)
+  run -np 2 sh -c 'echo out-$HVD_RANK; echo err-$HVD_RANK >&2; echo "two words"; printf tail-$HVD_RANK'
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  expect_lines "$TMP/out" <<'X'
+[0]<stdout>:out-0
+[0]<stdout>:two words
+[0]<stdout>:tail-0
+[1]<stdout>:out-1
+[1]<stdout>:two words
+[1]<stdout>:tail-1
+X
+  expect_lines "$TMP/err" <<'X'
+[0]<stderr>:err-0
+[1]<stderr>:err-1
+X
+  ;;
+env_np4)
+  run -np 4 "$PROBE" --env-only
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  expect_lines "$TMP/out" <<'X'
+[0]<stdout>:rank=0 size=4 local_rank=0 local_size=4 cross_rank=0 cross_size=1 host=localhost
+[1]<stdout>:rank=1 size=4 local_rank=1 local_size=4 cross_rank=0 cross_size=1 host=localhost
+[2]<stdout>:rank=2 size=4 local_rank=2 local_size=4 cross_rank=0 cross_size=1 host=localhost
+[3]<stdout>:rank=3 size=4 local_rank=3 local_size=4 cross_rank=0 cross_size=1 host=localhost
+X
+  # Two names for this machine: two "hosts" for placement, both started
+  # locally. 3 + 2 slots, 4 ranks: local rank 2 exists on one host only.
+  H=$(hostname)
+  run -np 4 -H "localhost:3,$H:2" sh -c 'echo $HVD_RANK $HVD_SIZE $HVD_LOCAL_RANK $HVD_LOCAL_SIZE $HVD_CROSS_RANK $HVD_CROSS_SIZE $HVD_HOSTNAME $HVD_RENDEZVOUS_ADDR ${#HVD_RENDEZVOUS_SECRET} $HVD_CONTROLLER $HVD_CPU_OPERATIONS'
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  expect_lines "$TMP/out" <<X
+[0]<stdout>:0 4 0 3 0 2 localhost 127.0.0.1 64 gloo gloo
+[1]<stdout>:1 4 1 3 0 1 localhost 127.0.0.1 64 gloo gloo
+[2]<stdout>:2 4 2 3 0 1 localhost 127.0.0.1 64 gloo gloo
+[3]<stdout>:3 4 0 1 1 2 $H 127.0.0.1 64 gloo gloo
+X
+  # A controller chosen by the user is left alone.
+  HVD_CONTROLLER=mpi run -np 1 sh -c 'echo $HVD_CONTROLLER $HVD_CPU_OPERATIONS'
+  echo '[0]<stdout>:mpi gloo' | expect_lines "$TMP/out"
+  ;;
+rank_exit_code)
+  run -np 3 sh -c 'if [ "$HVD_RANK" = 2 ]; then sleep 0.2; exit 3; fi; exec sleep 60'
+  [ "$rc" = 3 ] || fail "expected exit code 3, got $rc"
+  [ "$elapsed" -le 8 ] || fail "took $elapsed s to stop the job"
+  grep -qx 'hvdrun: rank 2 on host localhost exited with code 3 (first failure); stopping the job' \
+    "$TMP/err" || fail "missing failure message"
+  [ "$(grep -c 'first failure' "$TMP/err")" = 1 ] || fail "more than one failure reported"
+  ;;
+rank_killed)
+  # Rank 1 dies by SIGKILL; the others ignore SIGTERM, so only the SIGKILL
+  # after the grace period stops them.
+  run -np 3 sh -c 'trap "" TERM; if [ "$HVD_RANK" = 1 ]; then sleep 0.2; kill -9 $$; fi; while :; do sleep 1; done'
+  [ "$rc" = 137 ] || fail "expected exit code 137, got $rc"
+  [ "$elapsed" -le 10 ] || fail "took $elapsed s to stop the job"
+  grep -q '^hvdrun: rank 1 on host localhost exited with code 137 (killed by signal 9' "$TMP/err" ||
+    fail "missing failure message"
+  ;;
+check_build)
+  run --check-build
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  [ "$(head -n 1 "$TMP/out")" = "hvd v1.0.0:" ] || fail "bad first line"
+  for section in "Available Controllers:" "Available Tensor Operations:" "Available Devices:"; do
+    grep -qx "$section" "$TMP/out" || fail "missing '$section'"
+  done
+  grep -qx '    \[X\] CPU' "$TMP/out" || fail "CPU not listed as available"
+  n=$(grep -cE '^    \[[X ]\] (MPI|Gloo|NCCL|CPU|CUDA)$' "$TMP/out")
+  [ "$n" = 7 ] || fail "expected 7 feature lines, got $n"
+  ;;
+bad_arguments)
+  check_error() {  # check_error EXPECTED-SUBSTRING ARGS...
+    want=$1
+    shift
+    run "$@"
+    [ "$rc" = 2 ] || fail "'$*': expected exit code 2, got $rc"
+    [ "$(wc -l < "$TMP/err")" = 1 ] || fail "'$*': expected a one-line error"
+    grep -q "^hvdrun: .*$want" "$TMP/err" || fail "'$*': error does not mention '$want'"
+    [ ! -s "$TMP/out" ] || fail "'$*': printed to stdout"
+  }
+  check_error "got '0'" -np 0 true
+  check_error "got 'x'" -np x true
+  check_error "more slots than the hosts provide (4)" -np 5 -H a:2,b:2 true
+  check_error "no program to run" -np 2
+  check_error "-np N is required" true
+  check_error "unknown option '--bogus'" --bogus -np 1 true
+  check_error "invalid slot count '0'" -np 1 -H a:0 true
+  check_error "cannot read hostfile" -np 1 --hostfile "$TMP/missing" true
+  check_error "needs a value" -np
+  check_error "mutually exclusive" -np 1 -H a --hostfile f true
+  run --help
+  [ "$rc" = 0 ] || fail "--help exit code $rc"
+  for flag in -np -H --hostfile --gloo --mpi --ssh-command --ssh-port --network-interface \
+              --start-timeout --verbose --check-build --help; do
+    grep -q -- "$flag" "$TMP/out" || fail "--help does not document $flag"
+  done
+  ;;
+signal_forwarding)
+  "$HVDRUN" -np 2 sh -c 'trap "echo got-TERM-$HVD_RANK; exit 0" TERM; echo ready-$HVD_RANK; while :; do sleep 0.1; done' \
+    > "$TMP/out" 2> "$TMP/err" &
+  pid=$!
+  i=0
+  while [ "$(grep -c ready "$TMP/out")" != 2 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "ranks did not start"
+    sleep 0.1
+  done
+  kill -TERM $pid
+  wait $pid
+  rc=$?
+  [ "$rc" = 143 ] || fail "expected exit code 143, got $rc"
+  grep -qx '\[0\]<stdout>:got-TERM-0' "$TMP/out" || fail "rank 0 did not get SIGTERM"
+  grep -qx '\[1\]<stdout>:got-TERM-1' "$TMP/out" || fail "rank 1 did not get SIGTERM"
+  grep -q 'hvdrun: received signal 15' "$TMP/err" || fail "no message about the signal"
+  ;;
+rendezvous_exchange)
+  run -np 4 "$PROBE"
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  n=$(grep -cx '\[[0-3]\]<stdout>:gathered=localhost,localhost,localhost,localhost' "$TMP/out")
+  [ "$n" = 4 ] || fail "expected 4 gathered lines, got $n"
+  # Without the secret the probe must be refused by the store.
+  run -np 1 sh -c 'HVD_RENDEZVOUS_SECRET=00 exec "$0"' "$PROBE"
+  [ "$rc" = 2 ] || fail "probe with a wrong secret: exit code $rc"
+  grep -q 'refused authentication' "$TMP/err" || fail "no refusal reported to the rank"
+  grep -q '^hvd rendezvous: refused connection from 127.0.0.1:' "$TMP/err" ||
+    fail "server did not log the refused peer"
+  ;;
+*)
+  echo "unknown case $CASE" >&2
+  exit 1
+  ;;
+esac
+echo "PASS [$CASE]"

@@ -1,0 +1,642 @@
+// Multi-process tests of the C API: run under mpirun or hvdrun with 2-4
+// ranks. Every rank runs the same tests in the same order; results are
+// checked exactly, per rank. Collectives are always executed even when an
+// expectation fails (EXPECT, not ASSERT), so a failure never hangs peers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hvd/hvd.h"
+#include "test_tensor.h"
+
+using hvdtest::Tensor;
+using hvdtest::T;
+
+namespace {
+
+int R() { return hvd_rank(); }
+int N() { return hvd_size(); }
+
+hvd_status Wait(hvd_handle h) {
+  hvd_status s = hvd_wait(h, 60000);
+  hvd_release(h);
+  return s;
+}
+
+hvd_status Allreduce(const char* name, Tensor& in, Tensor& out, hvd_reduce_op op,
+                     const hvd_op_options* o = nullptr) {
+  hvd_handle h;
+  hvd_status s = hvd_allreduce_async(name, in.dl(), out.dl(), op, o, &h);
+  if (s != HVD_OK) return s;
+  return Wait(h);
+}
+
+double Tolerance(T t, double expect) {
+  if (t == T::f16) return std::max(1e-3, std::fabs(expect) * 2e-3);
+  if (t == T::bf16) return std::max(1e-2, std::fabs(expect) * 1e-2);
+  if (t == T::f32) return 1e-5 * std::max(1.0, std::fabs(expect));
+  return 1e-12;
+}
+
+// Value rank r contributes at element i: small, so every dtype is exact.
+double V(int r, int64_t i) { return 1 + (r + i) % 3; }
+
+double Expected(hvd_reduce_op op, int64_t i, T t) {
+  double sum = 0, mn = 1e9, mx = -1e9, prod = 1;
+  for (int r = 0; r < N(); ++r) {
+    double v = V(r, i);
+    sum += v;
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+    prod *= v;
+  }
+  switch (op) {
+    case HVD_OP_SUM: return sum;
+    case HVD_OP_AVERAGE:
+      return hvdtest::IsFloat(t) ? sum / N() : std::llround(sum * (1.0 / N()));
+    case HVD_OP_MIN: return mn;
+    case HVD_OP_MAX: return mx;
+    case HVD_OP_PRODUCT: return prod;
+  }
+  return 0;
+}
+
+TEST(Topology, RanksAreConsistent) {
+  EXPECT_GE(R(), 0);
+  EXPECT_LT(R(), N());
+  EXPECT_GE(hvd_local_rank(), 0);
+  EXPECT_LT(hvd_local_rank(), hvd_local_size());
+  EXPECT_LE(hvd_local_size(), N());
+  EXPECT_GE(hvd_cross_rank(), 0);
+  EXPECT_LT(hvd_cross_rank(), hvd_cross_size());
+  EXPECT_EQ(hvd_is_initialized(), 1);
+  EXPECT_EQ(hvd_mpi_enabled() + hvd_gloo_enabled() >= 1, true);
+  // Everyone agrees on the size: allreduce of 1s.
+  Tensor a(T::i32, {1}), b(T::i32, {1});
+  a.Set(0, 1);
+  ASSERT_EQ(Allreduce("topology.size", a, b, HVD_OP_SUM), HVD_OK) << hvd_last_error();
+  EXPECT_EQ(b.Get(0), N());
+}
+
+TEST(Allreduce, EveryTypeAndOp) {
+  const hvd_reduce_op ops[] = {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
+  for (T t : hvdtest::AllTypes()) {
+    for (hvd_reduce_op op : ops) {
+      Tensor in(t, {17}), out(t, {17});
+      for (int64_t i = 0; i < in.n(); ++i) in.Set(i, V(R(), i));
+      std::string name = std::string("every.") + hvdtest::Name(t) + "." + std::to_string(op);
+      ASSERT_EQ(Allreduce(name.c_str(), in, out, op), HVD_OK) << name << ": " << hvd_last_error();
+      for (int64_t i = 0; i < in.n(); ++i) {
+        double e = Expected(op, i, t);
+        EXPECT_NEAR(out.Get(i), e, Tolerance(t, e)) << name << " element " << i;
+      }
+      for (int64_t i = 0; i < in.n(); ++i) EXPECT_EQ(in.Get(i), V(R(), i)) << "input modified";
+    }
+  }
+}
+
+TEST(Allreduce, InPlaceAndScaled) {
+  for (T t : {T::f32, T::f64, T::f16, T::i32}) {
+    Tensor a(t, {2, 3});
+    for (int64_t i = 0; i < a.n(); ++i) a.Set(i, V(R(), i));
+    hvd_op_options o = HVD_OP_OPTIONS_INIT;
+    o.prescale_factor = 2.0;
+    o.postscale_factor = 0.5;
+    std::string name = std::string("inplace.") + hvdtest::Name(t);
+    ASSERT_EQ(Allreduce(name.c_str(), a, a, HVD_OP_SUM, &o), HVD_OK) << hvd_last_error();
+    for (int64_t i = 0; i < a.n(); ++i) {
+      double e = Expected(HVD_OP_SUM, i, t);
+      EXPECT_NEAR(a.Get(i), e, Tolerance(t, e)) << name;
+    }
+  }
+  Tensor in(T::f32, {4}), out(T::f32, {4});
+  for (int64_t i = 0; i < 4; ++i) in.Set(i, 1.0);
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.postscale_factor = 3.0;
+  ASSERT_EQ(Allreduce("scaled.avg", in, out, HVD_OP_AVERAGE, &o), HVD_OK) << hvd_last_error();
+  for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out.Get(i), 3.0f);
+}
+
+TEST(Allreduce, EmptyAndScalar) {
+  Tensor e(T::f32, {0}), eo(T::f32, {0});
+  EXPECT_EQ(Allreduce("empty", e, eo, HVD_OP_SUM), HVD_OK) << hvd_last_error();
+  Tensor s(T::i64, {}), so(T::i64, {});
+  s.Set(0, R() + 1);
+  ASSERT_EQ(Allreduce("scalar", s, so, HVD_OP_SUM), HVD_OK) << hvd_last_error();
+  EXPECT_EQ(so.Get(0), N() * (N() + 1) / 2);
+}
+
+TEST(Allgather, VariableRowsEveryType) {
+  for (T t : hvdtest::AllTypes()) {
+    const int64_t cols = 3;
+    Tensor in(t, {R() + 1, cols});
+    for (int64_t row = 0; row <= R(); ++row) {
+      for (int64_t c = 0; c < cols; ++c) in.Set(row * cols + c, (R() * 10 + row * 3 + c) % 100);
+    }
+    std::string name = std::string("gather.") + hvdtest::Name(t);
+    hvd_handle h;
+    ASSERT_EQ(hvd_allgather_async(name.c_str(), in.dl(), nullptr, &h), HVD_OK) << hvd_last_error();
+    ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+    DLTensor res;
+    ASSERT_EQ(hvd_result(h, &res), HVD_OK) << hvd_last_error();
+    const int64_t rows = N() * (N() + 1) / 2;
+    ASSERT_EQ(res.ndim, 2);
+    EXPECT_EQ(res.shape[0], rows);
+    EXPECT_EQ(res.shape[1], cols);
+    int64_t k = 0;
+    const auto* p = static_cast<const uint8_t*>(res.data);
+    for (int r = 0; r < N(); ++r) {
+      for (int64_t row = 0; row <= r; ++row) {
+        for (int64_t c = 0; c < cols; ++c, ++k) {
+          EXPECT_EQ(Tensor::Load(p + k * hvdtest::Size(t), t), (r * 10 + row * 3 + c) % 100)
+              << name << " from rank " << r;
+        }
+      }
+    }
+    hvd_release(h);
+  }
+}
+
+// Allocator callback: memory comes from the caller.
+std::vector<std::unique_ptr<std::vector<uint8_t>>> g_allocs;
+void* TestAlloc(size_t bytes, const int64_t*, int, DLDataType, DLDevice, void* user) {
+  ++*static_cast<int*>(user);
+  g_allocs.push_back(std::make_unique<std::vector<uint8_t>>(bytes + 1));
+  return g_allocs.back()->data();
+}
+
+TEST(Allgather, CallerAllocator) {
+  Tensor in(T::f32, {2});
+  in.Set(0, R());
+  in.Set(1, -R());
+  int calls = 0;
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.allocator = TestAlloc;
+  o.allocator_user_data = &calls;
+  hvd_handle h;
+  ASSERT_EQ(hvd_allgather_async("gather.alloc", in.dl(), &o, &h), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+  DLTensor res;
+  ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(res.data, g_allocs.back()->data());
+  const float* f = static_cast<const float*>(res.data);
+  for (int r = 0; r < N(); ++r) {
+    EXPECT_EQ(f[2 * r], r);
+    EXPECT_EQ(f[2 * r + 1], -r);
+  }
+  hvd_release(h);
+}
+
+TEST(Broadcast, EveryRootEveryType) {
+  for (int root = 0; root < N(); ++root) {
+    for (T t : hvdtest::AllTypes()) {
+      Tensor a(t, {3, 3});
+      for (int64_t i = 0; i < a.n(); ++i) a.Set(i, R() == root ? (root * 10 + i) % 100 : 0);
+      std::string name = "bcast." + std::to_string(root) + "." + hvdtest::Name(t);
+      hvd_handle h;
+      ASSERT_EQ(hvd_broadcast_async(name.c_str(), a.dl(), root, nullptr, &h), HVD_OK)
+          << hvd_last_error();
+      ASSERT_EQ(Wait(h), HVD_OK) << hvd_last_error();
+      for (int64_t i = 0; i < a.n(); ++i) EXPECT_EQ(a.Get(i), (root * 10 + i) % 100) << name;
+    }
+  }
+}
+
+TEST(Allreduce, ManyInFlight) {
+  const int kCount = 200;
+  std::vector<std::unique_ptr<Tensor>> ins, outs;
+  std::vector<hvd_handle> hs(kCount);
+  for (int k = 0; k < kCount; ++k) {
+    int64_t n = 1 + (k * 37) % 1000;
+    ins.push_back(std::make_unique<Tensor>(T::f32, std::vector<int64_t>{n}));
+    outs.push_back(std::make_unique<Tensor>(T::f32, std::vector<int64_t>{n}));
+    for (int64_t i = 0; i < n; ++i) ins[k]->Set(i, k + R() + i % 7);
+    std::string name = "many." + std::to_string(k);
+    ASSERT_EQ(hvd_allreduce_async(name.c_str(), ins[k]->dl(), outs[k]->dl(), HVD_OP_SUM, nullptr,
+                                  &hs[k]),
+              HVD_OK)
+        << hvd_last_error();
+  }
+  const double rank_sum = N() * (N() - 1) / 2.0;
+  for (int k = 0; k < kCount; ++k) {
+    ASSERT_EQ(Wait(hs[k]), HVD_OK) << hvd_last_error();
+    for (int64_t i = 0; i < outs[k]->n(); ++i) {
+      ASSERT_EQ(outs[k]->Get(i), N() * (k + i % 7) + rank_sum) << "tensor " << k;
+    }
+  }
+}
+
+TEST(Allreduce, OutOfOrderSubmission) {
+  const char* names[] = {"ooo.A", "ooo.B", "ooo.C"};
+  std::vector<std::unique_ptr<Tensor>> ins, outs;
+  for (int k = 0; k < 3; ++k) {
+    ins.push_back(std::make_unique<Tensor>(T::f64, std::vector<int64_t>{10 * (k + 1)}));
+    outs.push_back(std::make_unique<Tensor>(T::f64, std::vector<int64_t>{10 * (k + 1)}));
+    for (int64_t i = 0; i < ins[k]->n(); ++i) ins[k]->Set(i, (k + 1) * 1000 + R());
+  }
+  std::vector<hvd_handle> hs(3);
+  for (int j = 0; j < 3; ++j) {
+    int k = R() % 2 == 0 ? j : 2 - j;  // odd ranks submit C, B, A
+    ASSERT_EQ(hvd_allreduce_async(names[k], ins[k]->dl(), outs[k]->dl(), HVD_OP_SUM, nullptr,
+                                  &hs[k]),
+              HVD_OK);
+  }
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(Wait(hs[k]), HVD_OK) << hvd_last_error();
+    for (int64_t i = 0; i < outs[k]->n(); ++i) {
+      EXPECT_EQ(outs[k]->Get(i), N() * (k + 1) * 1000.0 + N() * (N() - 1) / 2.0);
+    }
+  }
+}
+
+TEST(Allreduce, ThousandStepsThroughTheCache) {
+  Tensor w(T::f32, {64}), b(T::f32, {3}), c(T::i32, {5});
+  Tensor wo(T::f32, {64}), bo(T::f32, {3}), co(T::i32, {5});
+  for (int step = 0; step < 1000; ++step) {
+    for (int64_t i = 0; i < 64; ++i) w.Set(i, step % 13 + R());
+    for (int64_t i = 0; i < 3; ++i) b.Set(i, -step % 7 - R());
+    for (int64_t i = 0; i < 5; ++i) c.Set(i, step + R() * 2);
+    hvd_handle h[3];
+    ASSERT_EQ(hvd_allreduce_async("step.w", w.dl(), wo.dl(), HVD_OP_SUM, nullptr, &h[0]), HVD_OK);
+    ASSERT_EQ(hvd_allreduce_async("step.b", b.dl(), bo.dl(), HVD_OP_SUM, nullptr, &h[1]), HVD_OK);
+    ASSERT_EQ(hvd_allreduce_async("step.c", c.dl(), co.dl(), HVD_OP_MAX, nullptr, &h[2]), HVD_OK);
+    for (auto x : h) ASSERT_EQ(Wait(x), HVD_OK) << hvd_last_error();
+    const double rs = N() * (N() - 1) / 2.0;
+    ASSERT_EQ(wo.Get(63), N() * (step % 13) + rs) << "step " << step;
+    ASSERT_EQ(bo.Get(0), N() * (-step % 7) - rs) << "step " << step;
+    ASSERT_EQ(co.Get(4), step + (N() - 1) * 2) << "step " << step;
+  }
+}
+
+TEST(Errors, MismatchedShapesDtypesAndRoots) {
+  Tensor a(T::f32, {R() == 0 ? 4 : 5}), ao(T::f32, {R() == 0 ? 4 : 5});
+  EXPECT_EQ(Allreduce("mismatch.shape", a, ao, HVD_OP_SUM), HVD_ERR_MISMATCH);
+  std::string msg = hvd_last_error();
+  EXPECT_NE(msg.find("mismatch.shape"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank 0: [4]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[5]"), std::string::npos) << msg;
+
+  Tensor d(R() == 0 ? T::f32 : T::i32, {3}), dout(R() == 0 ? T::f32 : T::i32, {3});
+  EXPECT_EQ(Allreduce("mismatch.dtype", d, dout, HVD_OP_SUM), HVD_ERR_MISMATCH);
+  msg = hvd_last_error();
+  EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
+
+  Tensor o(T::f32, {3}), oo(T::f32, {3});
+  EXPECT_EQ(Allreduce("mismatch.op", o, oo, R() == 0 ? HVD_OP_SUM : HVD_OP_MAX), HVD_ERR_MISMATCH);
+  EXPECT_NE(std::string(hvd_last_error()).find("reduce ops"), std::string::npos);
+
+  Tensor r(T::f32, {3});
+  hvd_handle h;
+  ASSERT_EQ(hvd_broadcast_async("mismatch.root", r.dl(), R() == 0 ? 0 : N() - 1, nullptr, &h),
+            HVD_OK);
+  EXPECT_EQ(Wait(h), HVD_ERR_MISMATCH);
+  EXPECT_NE(std::string(hvd_last_error()).find("root"), std::string::npos);
+
+  // The job carries on normally afterwards.
+  Tensor ok(T::f32, {2}), oko(T::f32, {2});
+  ok.Set(0, 1);
+  ASSERT_EQ(Allreduce("after.mismatch", ok, oko, HVD_OP_SUM), HVD_OK) << hvd_last_error();
+  EXPECT_EQ(oko.Get(0), N());
+}
+
+TEST(Errors, InvalidArgumentsAreStatusCodes) {
+  Tensor a(T::f32, {4}), b(T::f32, {5});
+  hvd_handle h = 0;
+  EXPECT_EQ(hvd_allreduce_async("x", nullptr, a.dl(), HVD_OP_SUM, nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("input is NULL"), std::string::npos);
+  EXPECT_EQ(hvd_allreduce_async("x", a.dl(), a.dl(), HVD_OP_SUM, nullptr, nullptr),
+            HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_allreduce_async("x", a.dl(), b.dl(), HVD_OP_SUM, nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_allreduce_async("x", a.dl(), a.dl(), static_cast<hvd_reduce_op>(42), nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
+  DLTensor bad = *a.dl();
+  bad.dtype = {kDLComplex, 64, 1};
+  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("dtype"), std::string::npos);
+  int64_t neg_shape[1] = {-3};
+  bad = *a.dl();
+  bad.shape = neg_shape;
+  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  Tensor m(T::f32, {2, 2});
+  int64_t strides[2] = {1, 2};
+  bad = *m.dl();
+  bad.strides = strides;
+  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("contiguous"), std::string::npos);
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.struct_size = 0;
+  EXPECT_EQ(hvd_allreduce_async("x", a.dl(), a.dl(), HVD_OP_SUM, &o, &h), HVD_ERR_INVALID_ARGUMENT);
+  o = HVD_OP_OPTIONS_INIT;
+  o.process_set = 42;
+  EXPECT_EQ(hvd_allreduce_async("x", a.dl(), a.dl(), HVD_OP_SUM, &o, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("process set 42"), std::string::npos);
+  EXPECT_EQ(hvd_broadcast_async("x", a.dl(), N(), nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_broadcast_async("x", a.dl(), -1, nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_allgather_async("x", nullptr, nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_poll(123456789), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_wait(-5, 0), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_release(987654321), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_result(1, nullptr), HVD_ERR_INVALID_ARGUMENT);
+
+  // A name used twice among operations in flight is refused (deterministic
+  // inside one grouped call), then double release.
+  Tensor c(T::f32, {4}), co(T::f32, {4});
+  const char* dup_names[] = {"dup", "dup"};
+  const DLTensor* dup_in[] = {c.dl(), c.dl()};
+  DLTensor* dup_out[] = {co.dl(), co.dl()};
+  EXPECT_EQ(hvd_grouped_allreduce_async(dup_names, dup_in, dup_out, 2, HVD_OP_SUM, nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("already pending"), std::string::npos);
+  ASSERT_EQ(hvd_allreduce_async("dup", c.dl(), co.dl(), HVD_OP_SUM, nullptr, &h), HVD_OK);
+  EXPECT_EQ(hvd_wait(h, 60000), HVD_OK);
+  DLTensor res;
+  EXPECT_EQ(hvd_result(h, &res), HVD_ERR_INVALID_ARGUMENT);  // allreduce has no hvd-owned result
+  EXPECT_EQ(hvd_release(h), HVD_OK);
+  EXPECT_EQ(hvd_release(h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("already released"), std::string::npos);
+  EXPECT_EQ(hvd_poll(h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_STRNE(hvd_status_string(HVD_ERR_MISMATCH), "");
+  EXPECT_EQ(hvd_init(), HVD_ERR_ALREADY_INITIALIZED);
+}
+
+struct CallbackRecord {
+  std::atomic<int> calls{0};
+  std::atomic<int> status{1};
+  std::atomic<hvd_handle> handle{0};
+};
+void RecordCallback(hvd_handle h, hvd_status s, void* user) {
+  auto* rec = static_cast<CallbackRecord*>(user);
+  rec->handle = h;
+  rec->status = s;
+  rec->calls++;
+}
+
+TEST(Handles, CallbackAndPoll) {
+  CallbackRecord rec;
+  Tensor a(T::f32, {8}), ao(T::f32, {8});
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.callback = RecordCallback;
+  o.callback_user_data = &rec;
+  hvd_handle h;
+  ASSERT_EQ(hvd_allreduce_async("callback", a.dl(), ao.dl(), HVD_OP_SUM, &o, &h), HVD_OK);
+  hvd_status s;
+  while ((s = hvd_poll(h)) == HVD_IN_PROGRESS) {
+  }
+  EXPECT_EQ(s, HVD_OK);
+  EXPECT_EQ(hvd_wait(h, -1), HVD_OK);
+  for (int i = 0; i < 1000 && rec.calls == 0; ++i) hvd_wait(h, 1);
+  EXPECT_EQ(rec.calls, 1);
+  EXPECT_EQ(rec.status, HVD_OK);
+  EXPECT_EQ(rec.handle, h);
+  hvd_release(h);
+}
+
+TEST(Alltoall, UnevenSplitsAndEqualSplits) {
+  const int cols = 2;
+  // Rank me sends d + 1 rows to rank d.
+  int64_t rows = 0;
+  std::vector<int32_t> splits(N());
+  for (int d = 0; d < N(); ++d) rows += (splits[d] = d + 1);
+  for (T t : {T::f32, T::i64, T::u8}) {
+    Tensor in(t, {rows, cols});
+    int64_t k = 0;
+    for (int d = 0; d < N(); ++d) {
+      for (int j = 0; j <= d; ++j) {
+        for (int c = 0; c < cols; ++c) in.Set(k++, R() * 20 + d * 4 + j + c);
+      }
+    }
+    std::string name = std::string("a2a.") + hvdtest::Name(t);
+    hvd_handle h;
+    ASSERT_EQ(hvd_alltoall_async(name.c_str(), in.dl(), splits.data(), N(), nullptr, &h), HVD_OK)
+        << hvd_last_error();
+    ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+    DLTensor res;
+    ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+    EXPECT_EQ(res.shape[0], N() * (R() + 1));
+    std::vector<int32_t> recv(N());
+    int count = 0;
+    ASSERT_EQ(hvd_result_splits(h, recv.data(), N(), &count), HVD_OK);
+    EXPECT_EQ(count, N());
+    const auto* p = static_cast<const uint8_t*>(res.data);
+    k = 0;
+    for (int from = 0; from < N(); ++from) {
+      EXPECT_EQ(recv[from], R() + 1);
+      for (int j = 0; j <= R(); ++j) {
+        for (int c = 0; c < cols; ++c, ++k) {
+          EXPECT_EQ(Tensor::Load(p + k * hvdtest::Size(t), t), from * 20 + R() * 4 + j + c)
+              << name << " from " << from;
+        }
+      }
+    }
+    hvd_release(h);
+  }
+  Tensor eq(T::i32, {2 * N()});
+  for (int64_t i = 0; i < eq.n(); ++i) eq.Set(i, R() * 100 + i);
+  hvd_handle h;
+  ASSERT_EQ(hvd_alltoall_async("a2a.equal", eq.dl(), nullptr, 0, nullptr, &h), HVD_OK);
+  ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+  DLTensor res;
+  ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+  const int32_t* v = static_cast<const int32_t*>(res.data);
+  for (int from = 0; from < N(); ++from) {
+    EXPECT_EQ(v[2 * from], from * 100 + 2 * R());
+    EXPECT_EQ(v[2 * from + 1], from * 100 + 2 * R() + 1);
+  }
+  hvd_release(h);
+  // Wrong splits are refused locally with a clear message.
+  int32_t wrong[1] = {1};
+  EXPECT_EQ(hvd_alltoall_async("a2a.bad", eq.dl(), wrong, 1, nullptr, &h),
+            N() == 1 ? HVD_ERR_INVALID_ARGUMENT : HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("splits"), std::string::npos);
+}
+
+TEST(Reducescatter, OddRowsSumAndAverage) {
+  const int64_t n = 2 * N() + 1, cols = 2;
+  for (hvd_reduce_op op : {HVD_OP_SUM, HVD_OP_AVERAGE}) {
+    for (T t : {T::f32, T::f64, T::i32}) {
+      Tensor in(t, {n, cols});
+      for (int64_t row = 0; row < n; ++row) {
+        for (int64_t c = 0; c < cols; ++c) in.Set(row * cols + c, R() + 1 + row + c);
+      }
+      std::string name = "rs." + std::to_string(op) + hvdtest::Name(t);
+      hvd_handle h;
+      ASSERT_EQ(hvd_reducescatter_async(name.c_str(), in.dl(), op, nullptr, &h), HVD_OK)
+          << hvd_last_error();
+      ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+      DLTensor res;
+      ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+      const int64_t my_rows = n / N() + (R() < n % N() ? 1 : 0);
+      int64_t first = 0;
+      for (int k = 0; k < R(); ++k) first += n / N() + (k < n % N() ? 1 : 0);
+      ASSERT_EQ(res.shape[0], my_rows);
+      const auto* p = static_cast<const uint8_t*>(res.data);
+      for (int64_t row = 0; row < my_rows; ++row) {
+        for (int64_t c = 0; c < cols; ++c) {
+          double sum = N() * (N() + 1) / 2.0 + N() * (first + row + c);
+          double e = op == HVD_OP_SUM ? sum
+                                      : (hvdtest::IsFloat(t) ? sum / N() : std::llround(sum / N()));
+          EXPECT_NEAR(Tensor::Load(p + (row * cols + c) * hvdtest::Size(t), t), e, 1e-5) << name;
+        }
+      }
+      hvd_release(h);
+    }
+  }
+}
+
+TEST(Grouped, CompleteTogether) {
+  Tensor a(T::f32, {3}), b(T::f32, {5}), c(T::f32, {1});
+  Tensor ao(T::f32, {3}), bo(T::f32, {5}), co(T::f32, {1});
+  for (auto* t : {&a, &b, &c}) {
+    for (int64_t i = 0; i < t->n(); ++i) t->Set(i, R() + i);
+  }
+  const char* names[] = {"g.a", "g.b", "g.c"};
+  const DLTensor* ins[] = {a.dl(), b.dl(), c.dl()};
+  DLTensor* outs[] = {ao.dl(), bo.dl(), co.dl()};
+  hvd_handle h;
+  ASSERT_EQ(hvd_grouped_allreduce_async(names, ins, outs, 3, HVD_OP_SUM, nullptr, &h), HVD_OK)
+      << hvd_last_error();
+  ASSERT_EQ(Wait(h), HVD_OK) << hvd_last_error();
+  for (auto* t : {&ao, &bo, &co}) {
+    for (int64_t i = 0; i < t->n(); ++i) EXPECT_EQ(t->Get(i), N() * (N() - 1) / 2.0 + N() * i);
+  }
+}
+
+TEST(Sync, BarrierAndJoin) {
+  EXPECT_EQ(hvd_barrier(0), HVD_OK) << hvd_last_error();
+  // Rank r runs r + 1 steps, then joins; joined ranks contribute zeros.
+  for (int step = 0; step <= R(); ++step) {
+    Tensor a(T::f32, {4}), ao(T::f32, {4});
+    for (int64_t i = 0; i < 4; ++i) a.Set(i, R() + 1);
+    ASSERT_EQ(Allreduce("join.t", a, ao, HVD_OP_SUM), HVD_OK) << hvd_last_error();
+    double expect = 0;
+    for (int r = step; r < N(); ++r) expect += r + 1;
+    EXPECT_EQ(ao.Get(0), expect) << "step " << step;
+  }
+  int last = -1;
+  EXPECT_EQ(hvd_join(0, &last), HVD_OK) << hvd_last_error();
+  EXPECT_EQ(last, N() - 1);
+  EXPECT_EQ(hvd_barrier(0), HVD_OK) << hvd_last_error();
+}
+
+TEST(ProcessSets, EvenAndOddSetsRunConcurrently) {
+  std::vector<int32_t> evens, odds;
+  for (int r = 0; r < N(); ++r) (r % 2 ? odds : evens).push_back(r);
+  int32_t even_id = -1, odd_id = -1;
+  ASSERT_EQ(hvd_add_process_set(evens.data(), static_cast<int>(evens.size()), &even_id), HVD_OK)
+      << hvd_last_error();
+  EXPECT_GT(even_id, 0);
+  if (!odds.empty()) {
+    ASSERT_EQ(hvd_add_process_set(odds.data(), static_cast<int>(odds.size()), &odd_id), HVD_OK)
+        << hvd_last_error();
+    EXPECT_NE(odd_id, even_id);
+  }
+  const bool even = R() % 2 == 0;
+  const int32_t mine = even ? even_id : odd_id;
+  const auto& members = even ? evens : odds;
+  EXPECT_EQ(hvd_process_set_included(mine), 1);
+  EXPECT_EQ(hvd_process_set_size(mine), static_cast<int>(members.size()));
+  EXPECT_EQ(hvd_process_set_rank(mine), R() / 2);
+  if (!odds.empty()) {
+    EXPECT_EQ(hvd_process_set_included(even ? odd_id : even_id), 0);
+  }
+  EXPECT_EQ(hvd_process_set_rank(777), -1);
+
+  // Both sets reduce at the same time, plus a global op in flight.
+  Tensor a(T::i32, {6}), ao(T::i32, {6}), g(T::i32, {1}), go(T::i32, {1});
+  for (int64_t i = 0; i < 6; ++i) a.Set(i, R() + 1);
+  g.Set(0, 1);
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.process_set = mine;
+  hvd_handle hs, hg;
+  ASSERT_EQ(hvd_allreduce_async("ps.sum", a.dl(), ao.dl(), HVD_OP_SUM, &o, &hs), HVD_OK)
+      << hvd_last_error();
+  ASSERT_EQ(hvd_allreduce_async("ps.global", g.dl(), go.dl(), HVD_OP_SUM, nullptr, &hg), HVD_OK);
+  ASSERT_EQ(Wait(hs), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(Wait(hg), HVD_OK) << hvd_last_error();
+  double expect = 0;
+  for (int r : members) expect += r + 1;
+  EXPECT_EQ(ao.Get(5), expect);
+  EXPECT_EQ(go.Get(0), N());
+
+  // Broadcast inside the set from its rank 0, allgather inside the set.
+  Tensor b(T::f32, {2});
+  b.Set(0, R());
+  ASSERT_EQ(hvd_broadcast_async("ps.bcast", b.dl(), 0, &o, &hs), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(Wait(hs), HVD_OK) << hvd_last_error();
+  EXPECT_EQ(b.Get(0), members[0]);
+
+  // An op on a set this rank is not in is refused.
+  if (!odds.empty()) {
+    hvd_op_options other = HVD_OP_OPTIONS_INIT;
+    other.process_set = even ? odd_id : even_id;
+    EXPECT_EQ(hvd_allreduce_async("ps.notmine", a.dl(), ao.dl(), HVD_OP_SUM, &other, &hs),
+              HVD_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(hvd_last_error()).find("not a member"), std::string::npos);
+  }
+  EXPECT_EQ(hvd_remove_process_set(even_id), HVD_OK) << hvd_last_error();
+  if (!odds.empty()) {
+    EXPECT_EQ(hvd_remove_process_set(odd_id), HVD_OK) << hvd_last_error();
+  }
+  EXPECT_EQ(hvd_process_set_size(even_id), -1);
+  EXPECT_EQ(hvd_remove_process_set(0), HVD_ERR_INVALID_ARGUMENT);
+}
+
+// Calls before hvd_init must fail cleanly; checked before RUN_ALL_TESTS.
+std::string CheckBeforeInit() {
+  std::string bad;
+  Tensor a(T::f32, {2});
+  hvd_handle h;
+  if (hvd_is_initialized() != 0) bad += "is_initialized; ";
+  if (hvd_rank() != -1) bad += "rank; ";
+  if (hvd_allreduce_async("x", a.dl(), a.dl(), HVD_OP_SUM, nullptr, &h) != HVD_ERR_NOT_INITIALIZED)
+    bad += "allreduce; ";
+  if (std::string(hvd_last_error()).find("not initialized") == std::string::npos)
+    bad += "message; ";
+  if (hvd_barrier(0) != HVD_ERR_NOT_INITIALIZED) bad += "barrier; ";
+  if (hvd_shutdown() != HVD_OK) bad += "shutdown before init; ";
+  return bad;
+}
+
+std::string g_before_init;
+
+TEST(Lifecycle, CallsBeforeInitFailCleanly) { EXPECT_EQ(g_before_init, ""); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  g_before_init = CheckBeforeInit();
+  if (hvd_init() != HVD_OK) {
+    std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error());
+    return 1;
+  }
+  int rc = RUN_ALL_TESTS();
+  // After shutdown: calls fail with a status, and init works again.
+  if (hvd_shutdown() != HVD_OK) rc = 1;
+  Tensor a(T::f32, {2}), ao(T::f32, {2});
+  hvd_handle h;
+  if (hvd_allreduce_async("x", a.dl(), ao.dl(), HVD_OP_SUM, nullptr, &h) != HVD_ERR_NOT_INITIALIZED) {
+    std::fprintf(stderr, "FAILED: allreduce after shutdown did not return NOT_INITIALIZED\n");
+    rc = 1;
+  }
+  if (hvd_init() != HVD_OK) {
+    std::fprintf(stderr, "FAILED: re-init: %s\n", hvd_last_error());
+    return 1;
+  }
+  a.Set(0, 2);
+  if (Allreduce("reinit", a, ao, HVD_OP_SUM) != HVD_OK || ao.Get(0) != 2 * hvd_size()) {
+    std::fprintf(stderr, "FAILED: allreduce after re-init: %s\n", hvd_last_error());
+    rc = 1;
+  }
+  hvd_shutdown();
+  return rc;
+}

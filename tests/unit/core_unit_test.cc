@@ -1,0 +1,219 @@
+// Unit tests of the core pieces that need no peers: wire encoding, the
+// response cache, fusion planning, configuration parsing and reductions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/fusion.h"
+#include "core/half.h"
+#include "core/message.h"
+#include "core/reduce.h"
+#include "core/response_cache.h"
+
+namespace hvd {
+namespace {
+
+Request MakeRequest(const std::string& name, std::vector<int64_t> shape,
+                    DataType dt = DataType::kFloat32) {
+  Request q;
+  q.name = name;
+  q.shape = std::move(shape);
+  q.dtype = dt;
+  return q;
+}
+
+Response MakeResponse(const std::string& name, int64_t count, DataType dt = DataType::kFloat32,
+                      OpType type = OpType::kAllreduce) {
+  Response r;
+  r.type = type;
+  r.names = {name};
+  r.sizes = {count};
+  r.dtype = dt;
+  return r;
+}
+
+TEST(Wire, RequestListRoundTrip) {
+  RequestList list;
+  list.shutdown = true;
+  Request q = MakeRequest("grad/conv1", {64, 3, 7, 7}, DataType::kBFloat16);
+  q.rank = 3;
+  q.type = OpType::kAlltoall;
+  q.splits = {1, 2, 3};
+  q.prescale = 0.25;
+  q.group = "g";
+  q.group_size = 2;
+  list.requests = {q, MakeRequest("b", {})};
+  RequestList out;
+  ASSERT_TRUE(DecodeRequestList(EncodeRequestList(list), &out).ok());
+  ASSERT_EQ(out.requests.size(), 2u);
+  EXPECT_TRUE(out.shutdown);
+  EXPECT_EQ(out.requests[0].name, "grad/conv1");
+  EXPECT_TRUE(out.requests[0].SameParams(q));
+  EXPECT_EQ(out.requests[0].rank, 3);
+  EXPECT_EQ(out.requests[1].shape.size(), 0u);
+}
+
+TEST(Wire, ResponseListRoundTrip) {
+  ResponseList list;
+  list.shutdown_ranks = {1};
+  Response r = MakeResponse("x", 10);
+  r.error_code = Code::kMismatch;
+  r.error = "bad";
+  r.joined_ranks = {2};
+  list.responses = {r, MakeResponse("y", 3)};
+  ResponseList out;
+  ASSERT_TRUE(DecodeResponseList(EncodeResponseList(list), &out).ok());
+  ASSERT_EQ(out.responses.size(), 2u);
+  EXPECT_EQ(out.responses[0].error_code, Code::kMismatch);
+  EXPECT_EQ(out.responses[0].error, "bad");
+  EXPECT_EQ(out.responses[0].joined_ranks, std::vector<int32_t>{2});
+  EXPECT_EQ(out.shutdown_ranks, std::vector<int32_t>{1});
+}
+
+TEST(Wire, EveryTruncationAndCorruptionIsRejected) {
+  RequestList list;
+  list.requests = {MakeRequest("abc", {2, 3}), MakeRequest("d", {5})};
+  const std::string bytes = EncodeRequestList(list);
+  RequestList out;
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(DecodeRequestList(bytes.substr(0, n), &out).ok()) << "prefix " << n;
+  }
+  EXPECT_FALSE(DecodeRequestList(bytes + "x", &out).ok());
+  // Flip every byte: must never crash (it may or may not decode).
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string b = bytes;
+    b[i] = static_cast<char>(b[i] ^ 0xff);
+    (void)DecodeRequestList(b, &out);
+  }
+  // A hostile element count is refused before any allocation.
+  std::string huge = bytes.substr(0, 5) + std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
+  EXPECT_FALSE(DecodeRequestList(huge, &out).ok());
+}
+
+TEST(ResponseCache, HitMissInvalidAndLruEviction) {
+  ResponseCache cache(2);
+  Request a = MakeRequest("a", {4}), b = MakeRequest("b", {4}), c = MakeRequest("c", {4});
+  int pos = -1;
+  EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kMiss);
+  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a), 0);
+  EXPECT_EQ(cache.Put(MakeResponse("b", 4), b), 1);
+  EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kHit);
+  EXPECT_EQ(pos, 0);
+  Request a2 = MakeRequest("a", {5});
+  EXPECT_EQ(cache.Lookup(a2, &pos), ResponseCache::State::kInvalid);
+  cache.Touch(0);  // b is now least recently used
+  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c), 1);
+  EXPECT_EQ(cache.Lookup(b, &pos), ResponseCache::State::kMiss);
+  EXPECT_EQ(cache.Lookup(c, &pos), ResponseCache::State::kHit);
+  EXPECT_EQ(pos, 1);
+  cache.Erase(0);
+  EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kMiss);
+  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a), 0);  // lowest free slot again
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(Fusion, GroupsCompatibleResponsesUpToThreshold) {
+  std::vector<Response> in = {MakeResponse("a", 10), MakeResponse("b", 10, DataType::kFloat64),
+                              MakeResponse("c", 10), MakeResponse("d", 30)};
+  auto out = FuseResponses(in, 100, 2);  // float32: a(40) + c(40) fit, d(120) does not
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(out[0].sizes, (std::vector<int64_t>{10, 10}));
+  EXPECT_EQ(out[1].names, std::vector<std::string>{"b"});
+  EXPECT_EQ(out[2].names, std::vector<std::string>{"d"});
+  EXPECT_EQ(FuseResponses(in, 0, 2).size(), 4u);  // 0 disables fusion
+}
+
+TEST(Fusion, NeverFusesErrorsOrDifferentScales) {
+  Response e = MakeResponse("e", 1);
+  e.error_code = Code::kMismatch;
+  Response s = MakeResponse("s", 1);
+  s.postscale = 2.0;
+  auto out = FuseResponses({MakeResponse("a", 1), e, s, MakeResponse("b", 1)}, 1 << 20, 2);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(Fusion, AllgatherBytesCountEveryRank) {
+  Response g = MakeResponse("g", 0, DataType::kFloat32, OpType::kAllgather);
+  g.sizes = {3, 1, 2};  // rows of 3 elements; rank 0 has 1 row, rank 1 has 2
+  EXPECT_EQ(ResponseBytes(g, 2), 3 * 3 * 4);
+}
+
+TEST(Config, DefaultsAliasesAndErrors) {
+  unsetenv("HVD_FUSION_THRESHOLD");
+  unsetenv("HOROVOD_FUSION_THRESHOLD");
+  unsetenv("HVD_CYCLE_TIME");
+  Config c;
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.fusion_threshold_bytes, 128LL * 1024 * 1024);
+  EXPECT_EQ(c.cycle_time_ms, 1.0);
+  EXPECT_EQ(c.cache_capacity, 1024);
+  EXPECT_FALSE(c.fusion_threshold_fixed);
+
+  setenv("HOROVOD_FUSION_THRESHOLD", "1024", 1);
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.fusion_threshold_bytes, 1024);
+  EXPECT_TRUE(c.fusion_threshold_fixed);
+  setenv("HVD_FUSION_THRESHOLD", "2048", 1);  // HVD_ wins over HOROVOD_
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.fusion_threshold_bytes, 2048);
+
+  setenv("HVD_CYCLE_TIME", "fast", 1);
+  Status s = Config::FromEnvironment(&c);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("HVD_CYCLE_TIME='fast'"), std::string::npos) << s.message();
+  unsetenv("HVD_CYCLE_TIME");
+  setenv("HVD_CONTROLLER", "tcp", 1);
+  EXPECT_FALSE(Config::FromEnvironment(&c).ok());
+  unsetenv("HVD_CONTROLLER");
+  setenv("HVD_LOG_LEVEL", "debug", 1);
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  unsetenv("HVD_LOG_LEVEL");
+  unsetenv("HVD_FUSION_THRESHOLD");
+  unsetenv("HOROVOD_FUSION_THRESHOLD");
+}
+
+TEST(Half, ConversionsRoundToNearestEven) {
+  EXPECT_EQ(Float16ToFloat(FloatToFloat16(1.0f)), 1.0f);
+  EXPECT_EQ(Float16ToFloat(FloatToFloat16(65504.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(Float16ToFloat(FloatToFloat16(70000.0f))));
+  EXPECT_EQ(Float16ToFloat(FloatToFloat16(2049.0f)), 2048.0f);  // tie to even
+  EXPECT_EQ(Float16ToFloat(FloatToFloat16(2051.0f)), 2052.0f);
+  EXPECT_EQ(Float16ToFloat(FloatToFloat16(5.96046448e-8f)), 5.96046448e-8f);  // smallest subnormal
+  EXPECT_TRUE(std::isnan(Float16ToFloat(FloatToFloat16(NAN))));
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(1.0f)), 1.0f);
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(257.0f)), 256.0f);  // tie to even
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(259.0f)), 260.0f);
+}
+
+TEST(Reduce, HalfSumIsComputedNotBitSummed) {
+  uint16_t a[2] = {FloatToFloat16(1.5f), FloatToBFloat16(0) /*unused*/};
+  uint16_t b[2] = {FloatToFloat16(2.25f), 0};
+  ReduceInto(a, b, 1, DataType::kFloat16, ReduceOp::kSum);
+  EXPECT_EQ(Float16ToFloat(a[0]), 3.75f);
+  uint16_t c = FloatToBFloat16(-3.0f), d = FloatToBFloat16(2.0f);
+  ReduceInto(&c, &d, 1, DataType::kBFloat16, ReduceOp::kMax);
+  EXPECT_EQ(BFloat16ToFloat(c), 2.0f);
+}
+
+TEST(Reduce, IntegersWrapAndScaleRoundsToNearest) {
+  int32_t x = 2147483647, y = 1;
+  ReduceInto(&x, &y, 1, DataType::kInt32, ReduceOp::kSum);
+  EXPECT_EQ(x, -2147483647 - 1);
+  int64_t v[3] = {6, 7, -7};
+  ScaleBuffer(v, 3, DataType::kInt64, 1.0 / 3);
+  EXPECT_EQ(v[0], 2);
+  EXPECT_EQ(v[1], 2);
+  EXPECT_EQ(v[2], -2);
+  float f[2] = {1.0f, 3.0f};
+  ScaleBuffer(f, 2, DataType::kFloat32, 0.5);
+  EXPECT_EQ(f[1], 1.5f);
+}
+
+}  // namespace
+}  // namespace hvd

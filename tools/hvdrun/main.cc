@@ -1,0 +1,165 @@
+// hvdrun: starts the ranks of an hvd job (see --help and docs/running.md).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/rendezvous/kv_protocol.h"
+#include "core/rendezvous/kv_server.h"
+#include "tools/hvdrun/check_build.h"
+#include "tools/hvdrun/command.h"
+#include "tools/hvdrun/hosts.h"
+#include "tools/hvdrun/job_env.h"
+#include "tools/hvdrun/mpi_launch.h"
+#include "tools/hvdrun/net.h"
+#include "tools/hvdrun/options.h"
+#include "tools/hvdrun/preflight.h"
+#include "tools/hvdrun/process.h"
+#include "tools/hvdrun/supervisor.h"
+
+namespace hvd {
+namespace run {
+namespace {
+
+// How long ranks get between SIGTERM and SIGKILL when the job stops.
+constexpr double kGraceSeconds = 3.0;
+constexpr size_t kSecretBytes = 32;
+
+int Fail(const Status& s, int code = 1) {
+  std::fprintf(stderr, "hvdrun: %s\n", s.message().c_str());
+  return code;
+}
+
+int ExecMpirun(const Options& options, const std::vector<RankPlacement>& ranks) {
+  std::vector<std::string> argv = MpirunArgv(options, ranks, CurrentEnvironment());
+  if (options.verbose) {
+    std::string line = "hvdrun: exec";
+    for (const auto& a : argv) line += " " + ShellQuote(a);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(&a[0]);
+  cargv.push_back(nullptr);
+  ::execvp(cargv[0], cargv.data());
+  return Fail(Status::Invalid("cannot execute mpirun (is Open MPI installed and in PATH?)"), 127);
+}
+
+std::string CurrentDirectory() {
+  std::vector<char> buf(4096);
+  if (::getcwd(buf.data(), buf.size()) == nullptr) return "/";
+  return buf.data();
+}
+
+int Main(int argc, char** argv) {
+  // A closed stdout must not kill the launcher while ranks still run.
+  ::signal(SIGPIPE, SIG_IGN);
+  Options options;
+  Status s = ParseOptions(std::vector<std::string>(argv + 1, argv + argc), &options);
+  if (!s.ok()) return Fail(s, 2);
+  if (options.help) {
+    std::fputs(HelpText().c_str(), stdout);
+    return 0;
+  }
+  if (options.check_build) {
+    std::fputs(CheckBuildReport().c_str(), stdout);
+    return 0;
+  }
+
+  std::vector<HostSlots> hosts;
+  if (!options.hosts.empty()) {
+    s = ParseHostList(options.hosts, &hosts);
+  } else if (!options.hostfile.empty()) {
+    s = ParseHostfile(options.hostfile, &hosts);
+  } else {
+    hosts = {{"localhost", options.np}};
+  }
+  if (!s.ok()) return Fail(s, 2);
+  std::vector<RankPlacement> ranks;
+  s = PlaceRanks(options.np, hosts, &ranks);
+  if (!s.ok()) return Fail(s, 2);
+
+  if (options.mode == LaunchMode::kMpi) return ExecMpirun(options, ranks);
+
+  RemoteShell shell;
+  s = MakeRemoteShell(options.ssh_command, options.ssh_port, &shell);
+  if (!s.ok()) return Fail(s, 2);
+  std::vector<std::string> remote_hosts;
+  for (const auto& r : ranks) {
+    if (!IsLocalHost(r.host) && (remote_hosts.empty() || remote_hosts.back() != r.host)) {
+      remote_hosts.push_back(r.host);
+    }
+  }
+
+  // Where the store listens and what the ranks are told to connect to.
+  std::string bind_addr = "127.0.0.1";
+  std::string advertised = "127.0.0.1";
+  if (!options.network_interface.empty()) {
+    s = InterfaceAddress(options.network_interface, &advertised);
+    if (!s.ok()) return Fail(s, 2);
+    bind_addr = advertised;
+  } else if (!remote_hosts.empty()) {
+    s = RouteAddressTo(remote_hosts[0], &advertised);
+    if (!s.ok()) return Fail(s, 2);
+    bind_addr = "0.0.0.0";
+  }
+
+  if (!remote_hosts.empty()) {
+    s = CheckHostsReachable(shell, remote_hosts, options.start_timeout_seconds);
+    if (!s.ok()) return Fail(s);
+  }
+
+  // Before the server's thread exists, so only the supervisor sees them.
+  BlockJobSignals();
+  std::string secret;
+  s = rendezvous::RandomBytes(kSecretBytes, &secret);
+  if (!s.ok()) return Fail(s);
+  rendezvous::KVServer server;
+  s = server.Start(bind_addr, 0, secret);
+  if (!s.ok()) return Fail(s);
+  if (options.verbose) {
+    std::fprintf(stderr, "hvdrun: rendezvous store on %s:%d (advertised as %s)\n",
+                 bind_addr.c_str(), server.port(), advertised.c_str());
+  }
+
+  JobFacts job;
+  job.size = options.np;
+  job.rendezvous_addr = advertised;
+  job.rendezvous_port = server.port();
+  job.secret_hex = rendezvous::HexEncode(secret);
+  job.network_interface = options.network_interface;
+  job.start_timeout_seconds = options.start_timeout_seconds;
+  std::vector<std::string> environment = CurrentEnvironment();
+  EnvList forwarded = ForwardedVariables(environment);
+  std::string cwd = CurrentDirectory();
+
+  std::vector<RankLaunch> launches;
+  for (const auto& r : ranks) {
+    RankLaunch l;
+    l.rank = r.rank;
+    l.host = r.host;
+    EnvList vars = RankVariables(r, job, environment);
+    if (IsLocalHost(r.host)) {
+      l.argv = options.command;
+      l.env = MergeEnvironment(environment, vars);
+    } else {
+      EnvList remote = forwarded;
+      remote.insert(remote.end(), vars.begin(), vars.end());
+      l.argv = RemoteArgv(shell, r.host, cwd, remote, options.command);
+      l.env = environment;
+    }
+    launches.push_back(std::move(l));
+  }
+  int code = RunJob(launches, kGraceSeconds, options.verbose);
+  server.Stop();
+  return code;
+}
+
+}  // namespace
+}  // namespace run
+}  // namespace hvd
+
+int main(int argc, char** argv) {
+  return hvd::run::Main(argc, argv);
+}

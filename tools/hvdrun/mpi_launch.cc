@@ -1,0 +1,43 @@
+#include "tools/hvdrun/mpi_launch.h"
+
+#include <map>
+
+#include "tools/hvdrun/job_env.h"
+
+namespace hvd {
+namespace run {
+
+std::vector<std::string> MpirunArgv(const Options& options, const std::vector<RankPlacement>& ranks,
+                                    const std::vector<std::string>& environment) {
+  std::vector<std::string> argv = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                                   std::to_string(options.np)};
+  std::vector<std::string> order;
+  std::map<std::string, int> used;
+  for (const auto& r : ranks) {
+    if (used[r.host]++ == 0) order.push_back(r.host);
+  }
+  std::string hosts;
+  for (const auto& h : order)
+    hosts += (hosts.empty() ? "" : ",") + h + ":" + std::to_string(used[h]);
+  argv.insert(argv.end(), {"-H", hosts});
+  if (!options.ssh_command.empty()) {
+    argv.insert(argv.end(), {"--mca", "plm_rsh_agent", options.ssh_command});
+  }
+  if (options.ssh_port != 0) {
+    argv.insert(argv.end(), {"--mca", "plm_rsh_args", "-p " + std::to_string(options.ssh_port)});
+  }
+  if (!options.network_interface.empty()) {
+    argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", options.network_interface, "--mca",
+                             "oob_tcp_if_include", options.network_interface});
+  }
+  argv.push_back("--tag-output");
+  // mpirun does not export the launcher's environment to remote hosts.
+  for (const auto& kv : ForwardedVariables(environment)) {
+    argv.insert(argv.end(), {"-x", kv.first});
+  }
+  argv.insert(argv.end(), options.command.begin(), options.command.end());
+  return argv;
+}
+
+}  // namespace run
+}  // namespace hvd

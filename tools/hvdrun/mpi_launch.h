@@ -1,0 +1,22 @@
+// --mpi: the job is Open MPI's to run; hvdrun only builds mpirun's command.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/hvdrun/hosts.h"
+#include "tools/hvdrun/options.h"
+
+namespace hvd {
+namespace run {
+
+// mpirun --allow-run-as-root --oversubscribe -np N -H host:slots,...
+//        [--mca plm_rsh_agent CMD] [--mca plm_rsh_args "-p P"]
+//        [--mca btl_tcp_if_include IF --mca oob_tcp_if_include IF]
+//        --tag-output [-x VAR]... program args
+// Only hosts that receive a rank are listed, with the slots they use.
+std::vector<std::string> MpirunArgv(const Options& options, const std::vector<RankPlacement>& ranks,
+                                    const std::vector<std::string>& environment);
+
+}  // namespace run
+}  // namespace hvd

@@ -1,0 +1,157 @@
+#include "tools/hvdrun/options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace hvd {
+namespace run {
+
+namespace {
+
+Status ParseInt(const std::string& flag, const std::string& text, int min, int max, int* out) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < min || v > max) {
+    return Status::Invalid(flag + " expects an integer in [" + std::to_string(min) + ", " +
+                           std::to_string(max) + "], got '" + text + "'");
+  }
+  *out = static_cast<int>(v);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParseOptions(const std::vector<std::string>& args, Options* out) {
+  Options o;
+  bool np_given = false;
+  size_t i = 0;
+  // Flags come first; the first word that is not a flag (or everything
+  // after "--") is the program, so the program's own flags pass untouched.
+  while (i < args.size()) {
+    std::string arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.empty() || arg[0] != '-') break;
+    std::string value;
+    bool has_inline = false;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_inline = true;
+    }
+    auto take = [&](std::string* v) -> Status {
+      if (has_inline) {
+        *v = value;
+        return Status::OK();
+      }
+      if (i + 1 >= args.size()) return Status::Invalid(arg + " needs a value");
+      *v = args[++i];
+      return Status::OK();
+    };
+    std::string v;
+    if (arg == "-np" || arg == "-n" || arg == "--num-proc") {
+      HVD_RETURN_IF_ERROR(take(&v));
+      HVD_RETURN_IF_ERROR(ParseInt("-np", v, 1, 1 << 20, &o.np));
+      np_given = true;
+    } else if (arg == "-H" || arg == "--hosts") {
+      HVD_RETURN_IF_ERROR(take(&o.hosts));
+    } else if (arg == "--hostfile") {
+      HVD_RETURN_IF_ERROR(take(&o.hostfile));
+    } else if (arg == "--gloo") {
+      o.mode = LaunchMode::kGloo;
+    } else if (arg == "--mpi") {
+      o.mode = LaunchMode::kMpi;
+    } else if (arg == "--ssh-command") {
+      HVD_RETURN_IF_ERROR(take(&o.ssh_command));
+      if (o.ssh_command.find_first_not_of(" \t") == std::string::npos) {
+        return Status::Invalid("--ssh-command must not be empty");
+      }
+    } else if (arg == "--ssh-port" || arg == "-p") {
+      HVD_RETURN_IF_ERROR(take(&v));
+      HVD_RETURN_IF_ERROR(ParseInt("--ssh-port", v, 1, 65535, &o.ssh_port));
+    } else if (arg == "--network-interface") {
+      HVD_RETURN_IF_ERROR(take(&o.network_interface));
+    } else if (arg == "--start-timeout") {
+      HVD_RETURN_IF_ERROR(take(&v));
+      char* end = nullptr;
+      double s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !std::isfinite(s) || s <= 0) {
+        return Status::Invalid("--start-timeout expects a positive number of seconds, got '" + v +
+                               "'");
+      }
+      o.start_timeout_seconds = s;
+    } else if (arg == "--verbose" || arg == "-v") {
+      o.verbose = true;
+    } else if (arg == "--check-build") {
+      o.check_build = true;
+    } else if (arg == "--help" || arg == "-h") {
+      o.help = true;
+    } else {
+      return Status::Invalid("unknown option '" + arg + "' (see hvdrun --help)");
+    }
+    ++i;
+  }
+  o.command.assign(args.begin() + static_cast<long>(i), args.end());
+  if (!o.help && !o.check_build) {
+    if (!np_given) return Status::Invalid("-np N is required (see hvdrun --help)");
+    if (o.command.empty()) return Status::Invalid("no program to run (see hvdrun --help)");
+    if (!o.hosts.empty() && !o.hostfile.empty()) {
+      return Status::Invalid("-H and --hostfile are mutually exclusive");
+    }
+  }
+  *out = std::move(o);
+  return Status::OK();
+}
+
+std::string HelpText() {
+  return R"(usage: hvdrun -np N [options] [--] program [args...]
+
+Starts N ranks of an hvd job and hosts the rendezvous store they use.
+
+Options:
+  -np, -n, --num-proc N     Number of ranks to start (required, >= 1).
+  -H, --hosts LIST          Comma-separated host:slots list, e.g. a:4,b:4. Ranks
+                            fill hosts in order; "host" alone means 1 slot.
+                            Default: localhost:N.
+  --hostfile FILE           One host per line: "host slots=N", "host:N" or "host";
+                            '#' starts a comment. Exclusive with -H.
+  --gloo                    Launch the ranks directly with the Gloo backend
+                            (default): hvdrun sets HVD_CONTROLLER=gloo and
+                            HVD_CPU_OPERATIONS=gloo unless they are set already.
+  --mpi                     Hand the job to mpirun (Open MPI) instead; hvdrun
+                            execs: mpirun --allow-run-as-root --oversubscribe
+                            -np N -H host:slots,... --tag-output program args.
+  --ssh-command CMD         Remote shell used to start ranks on other hosts.
+                            Default: "ssh -o BatchMode=yes". If its first word is
+                            not ssh, the command is run as CMD HOST sh -c ...,
+                            so e.g. 'ip netns exec' treats hosts as network
+                            namespaces. With --mpi it becomes plm_rsh_agent.
+  -p, --ssh-port P          Port for ssh (added as "-p P" when CMD is ssh).
+  --network-interface IF    Serve the rendezvous store on IF's IPv4 address and
+                            advertise that address to the ranks (also sets
+                            HVD_GLOO_IFACE=IF unless set). Default: bind
+                            0.0.0.0 and advertise the address on the route to
+                            the first remote host (127.0.0.1 for local jobs).
+  --start-timeout S         Seconds each remote host gets to answer the
+                            reachability check before the job starts; also
+                            exported to ranks as HVD_START_TIMEOUT. Default 30.
+  -v, --verbose             Print the hosts, the rendezvous address and every
+                            command hvdrun starts.
+  --check-build             Print the backends this build of hvd has and exit.
+  -h, --help                Print this help and exit.
+  --                        End of hvdrun's options; the program follows.
+
+Each line a rank prints is prefixed "[RANK]<stdout>:" or "[RANK]<stderr>:".
+If a rank fails, hvdrun stops the others and exits with that rank's code
+(128+signal if it was killed). SIGINT/SIGTERM are forwarded to every rank.
+See docs/running.md for the environment each rank receives.
+)";
+}
+
+}  // namespace run
+}  // namespace hvd

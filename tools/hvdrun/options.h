@@ -1,0 +1,35 @@
+// Command line of hvdrun: parsing and the --help text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace hvd {
+namespace run {
+
+enum class LaunchMode { kGloo, kMpi };
+
+struct Options {
+  int np = 0;
+  std::string hosts;     // -H host:slots,...
+  std::string hostfile;  // --hostfile
+  LaunchMode mode = LaunchMode::kGloo;
+  std::string ssh_command;  // empty: "ssh -o BatchMode=yes"
+  int ssh_port = 0;         // 0: the remote shell's default
+  std::string network_interface;
+  double start_timeout_seconds = 30.0;
+  bool verbose = false;
+  bool check_build = false;
+  bool help = false;
+  std::vector<std::string> command;  // program and its arguments
+};
+
+// Parses argv[1..]. Errors are one line suitable for "hvdrun: <message>".
+Status ParseOptions(const std::vector<std::string>& args, Options* out);
+
+std::string HelpText();
+
+}  // namespace run
+}  // namespace hvd

@@ -1,0 +1,30 @@
+// Runs the ranks of a job to completion: relays their output with prefixes,
+// forwards SIGINT/SIGTERM/SIGHUP, and stops everyone when one rank fails.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hvd {
+namespace run {
+
+struct RankLaunch {
+  int rank = 0;
+  std::string host;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // complete environment, "K=V"
+};
+
+// Blocks the signals the supervisor handles through a signalfd. Call before
+// any thread starts (threads inherit the mask; a thread that did not block
+// them could take the signal instead).
+void BlockJobSignals();
+
+// Starts every rank and returns hvdrun's exit code: 0 when all ranks exit 0,
+// the first failing rank's code (128+signal when killed), or 128+signal when
+// hvdrun itself was interrupted. After the first failure the others get
+// SIGTERM, then SIGKILL after grace_seconds.
+int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verbose);
+
+}  // namespace run
+}  // namespace hvd
