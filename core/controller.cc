@@ -333,7 +333,9 @@ Response Controller::Decide(const std::string& name) {
                                      (rows_only ? " (beyond dimension 0)" : "") + " for " +
                                      tensor + ": " + detail);
   }
-  if (!joined_.empty() && ref.type != OpType::kAllreduce && ref.type != OpType::kBarrier) {
+  // Joined ranks hold no entry for anything but allreduce (where they send
+  // zeros), so everything else is refused until all ranks have joined.
+  if (!joined_.empty() && ref.type != OpType::kAllreduce) {
     std::vector<int> j(joined_.begin(), joined_.end());
     return fail(Code::kInvalidArgument, op + " of " + tensor + " cannot run while ranks " +
                                             RankList(j) +

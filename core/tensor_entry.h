@@ -29,7 +29,8 @@ struct TensorEntry {
   std::chrono::steady_clock::time_point enqueued;
 
   // Memory for a result of `bytes` with `shape`, owned by the handle unless
-  // an allocator was given. nullptr + error when allocation fails.
+  // an allocator was given. Never null: if the allocator fails, *error is
+  // set and hvd-owned memory is returned so the collective can still run.
   void* AllocateResult(size_t bytes, const std::vector<int64_t>& shape, Status* error);
 };
 

@@ -36,14 +36,16 @@ Status ExecuteAllgather(ExecContext& ctx, const Response& r, std::vector<TensorE
     }
   }
   std::vector<uint8_t*> outs(nt);
+  Status alloc_error;  // reported after the collective, which must run regardless
   for (size_t t = 0; t < nt; ++t) {
-    Status s;
     outs[t] = static_cast<uint8_t*>(entries[t]->AllocateResult(
         static_cast<size_t>(total_rows[t] * row_bytes[t]), OutputShape(*entries[t], total_rows[t]),
-        &s));
-    HVD_RETURN_IF_ERROR(s);
+        &alloc_error));
   }
-  if (nt == 1) return ctx.comm->Allgatherv(entries[0]->input, outs[0], bytes_per_rank);
+  if (nt == 1) {
+    HVD_RETURN_IF_ERROR(ctx.comm->Allgatherv(entries[0]->input, outs[0], bytes_per_rank));
+    return alloc_error;
+  }
 
   int64_t recv_total = 0;
   for (auto b : bytes_per_rank) recv_total += b;
@@ -67,7 +69,7 @@ Status ExecuteAllgather(ExecContext& ctx, const Response& r, std::vector<TensorE
       p += b;
     }
   }
-  return Status::OK();
+  return alloc_error;
 }
 
 }  // namespace hvd

@@ -23,11 +23,11 @@ Status ExecuteAlltoall(ExecContext& ctx, const Response& r, std::vector<TensorEn
   }
   std::vector<int64_t> shape = e->request.shape;
   shape[0] = recv_rows;
-  Status s;
-  void* out = e->AllocateResult(static_cast<size_t>(recv_rows * row_bytes), shape, &s);
-  HVD_RETURN_IF_ERROR(s);
+  Status alloc_error;  // reported after the exchange, which must run regardless
+  void* out = e->AllocateResult(static_cast<size_t>(recv_rows * row_bytes), shape, &alloc_error);
   e->handle->result().recv_splits = std::move(recv_splits);
-  return ctx.comm->Alltoallv(e->input, send, out, recv);
+  HVD_RETURN_IF_ERROR(ctx.comm->Alltoallv(e->input, send, out, recv));
+  return alloc_error;
 }
 
 }  // namespace hvd

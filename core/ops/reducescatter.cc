@@ -23,9 +23,8 @@ Status ExecuteReducescatter(ExecContext& ctx, const Response& r,
   if (shape.empty()) shape.push_back(1);
   shape[0] = dim0 / size + (me < dim0 % size ? 1 : 0);
 
-  Status s;
-  void* out = e->AllocateResult(static_cast<size_t>(counts[me] * esize), shape, &s);
-  HVD_RETURN_IF_ERROR(s);
+  Status alloc_error;  // reported after the collective, which must run regardless
+  void* out = e->AllocateResult(static_cast<size_t>(counts[me] * esize), shape, &alloc_error);
   const void* in = e->input;
   if (r.prescale != 1.0) {
     void* scaled = ctx.fusion->Get(e->bytes);
@@ -34,7 +33,7 @@ Status ExecuteReducescatter(ExecContext& ctx, const Response& r,
   }
   HVD_RETURN_IF_ERROR(ctx.comm->Reducescatter(in, out, counts, dt, wire_op));
   ScaleBuffer(out, counts[me], dt, post);
-  return Status::OK();
+  return alloc_error;
 }
 
 }  // namespace hvd

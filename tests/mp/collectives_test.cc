@@ -193,6 +193,28 @@ TEST(Allgather, CallerAllocator) {
   hvd_release(h);
 }
 
+void* NullAlloc(size_t, const int64_t*, int, DLDataType, DLDevice, void*) { return nullptr; }
+
+TEST(Allgather, FailingAllocatorOnOneRankHangsNobody) {
+  Tensor in(T::i32, {1});
+  in.Set(0, R());
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  if (R() == 0) o.allocator = NullAlloc;
+  hvd_handle h;
+  ASSERT_EQ(hvd_allgather_async("gather.nullalloc", in.dl(), &o, &h), HVD_OK);
+  hvd_status s = hvd_wait(h, 60000);
+  if (R() == 0) {
+    EXPECT_EQ(s, HVD_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(hvd_last_error()).find("allocator returned NULL"), std::string::npos);
+  } else {
+    EXPECT_EQ(s, HVD_OK) << hvd_last_error();
+    DLTensor res;
+    ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+    EXPECT_EQ(static_cast<const int32_t*>(res.data)[N() - 1], N() - 1);
+  }
+  hvd_release(h);
+}
+
 TEST(Broadcast, EveryRootEveryType) {
   for (int root = 0; root < N(); ++root) {
     for (T t : hvdtest::AllTypes()) {
