@@ -677,13 +677,16 @@ int hvd_process_set_included(int32_t id) {
 }
 
 hvd_status hvd_start_timeline(const char* path, int mark_cycles) {
-  (void)path;
-  (void)mark_cycles;
-  return Fail(Code::kUnsupported, "hvd_start_timeline: the timeline is not implemented yet");
+  if (!path) return Fail(Code::kInvalidArgument, "hvd_start_timeline: path is NULL");
+  Status s = RT().StartTimeline(path, mark_cycles != 0);
+  if (!s.ok()) return Report(Status(s.code(), "hvd_start_timeline: " + s.message()));
+  return HVD_OK;
 }
 
 hvd_status hvd_stop_timeline(void) {
-  return Fail(Code::kUnsupported, "hvd_stop_timeline: the timeline is not implemented yet");
+  Status s = RT().StopTimeline();
+  if (!s.ok()) return Report(Status(s.code(), "hvd_stop_timeline: " + s.message()));
+  return HVD_OK;
 }
 
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "core/logging.h"
+#include "core/timeline.h"
 
 namespace hvd {
 namespace {
@@ -224,7 +225,10 @@ void Controller::Record(const Request& q) {
   if (p.seen[q.rank]) return;  // duplicate from a confused peer: ignore
   p.seen[q.rank] = true;
   p.requests.push_back(q);
-  if (observer_) observer_->RequestSeen(q, static_cast<int>(p.requests.size()));
+  if (timeline_ && timeline_->active()) {
+    if (p.requests.size() == 1) timeline_->NegotiateStart(q.name, q.type);
+    timeline_->NegotiateRankReady(q.name, q.rank);
+  }
 }
 
 bool Controller::IsReady(const std::string& name) const {
@@ -270,6 +274,7 @@ void Controller::EmitReady(ResponseList* out) {
 Response Controller::Decide(const std::string& name) {
   Pending p = std::move(table_.at(name));
   table_.erase(name);
+  if (timeline_ && timeline_->active()) timeline_->NegotiateEnd(name);
   std::vector<Request>& qs = p.requests;
   std::sort(qs.begin(), qs.end(), [](const Request& a, const Request& b) { return a.rank < b.rank; });
   const Request& ref = qs.front();

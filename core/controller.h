@@ -25,13 +25,6 @@ struct CycleOutput {
   std::vector<int32_t> shutdown_ranks;
 };
 
-// Observer of negotiation progress (the timeline implements it).
-class NegotiationObserver {
- public:
-  virtual ~NegotiationObserver() = default;
-  virtual void RequestSeen(const Request& request, int ready_count) = 0;
-};
-
 class Controller {
  public:
   Controller(Comm* comm, const Config& config, int32_t set_id);
@@ -41,7 +34,8 @@ class Controller {
 
   // Names this rank submitted that are not yet answered.
   size_t outstanding() const { return outstanding_.size(); }
-  void set_observer(NegotiationObserver* o) { observer_ = o; }
+  // Negotiation events go to the timeline (coordinator only; may be null).
+  void set_timeline(class Timeline* t) { timeline_ = t; }
   const ResponseCache& cache() const { return cache_; }
 
  private:
@@ -66,7 +60,7 @@ class Controller {
   std::map<int, Request> pending_hits_;  // cache position -> this rank's request
   std::vector<Request> resend_;          // hits whose slot was evicted
   std::unordered_map<std::string, Request> outstanding_;  // sent to the coordinator
-  NegotiationObserver* observer_ = nullptr;
+  class Timeline* timeline_ = nullptr;
 
   // Coordinator state.
   struct Pending {

@@ -146,6 +146,7 @@ Status Runtime::Init(const InitArgs& args) {
   world->controller_comm = ctrl;
   world->data_comm = data;
   world->controller = std::make_unique<Controller>(ctrl.get(), config_, 0);
+  world->controller->set_timeline(&timeline_);
   {
     std::lock_guard<std::mutex> sl(sets_mu_);
     sets_.clear();
@@ -158,6 +159,12 @@ Status Runtime::Init(const InitArgs& args) {
   }
   shutdown_requested_ = false;
   queue_.Reopen();
+  if (!config_.timeline_path.empty()) {
+    Status ts = timeline_.Start(config_.timeline_path, config_.timeline_mark_cycles, topo_.rank);
+    if (!ts.ok()) {
+      HVD_LOG(kWarning) << "HVD_TIMELINE: " << ts.message();
+    }
+  }
   thread_ = std::thread(&Runtime::Loop, this);
   running_ = true;
   // Registered after the backends so it runs before their own exit hooks
@@ -180,7 +187,20 @@ Status Runtime::Shutdown() {
     std::lock_guard<std::mutex> sl(sets_mu_);
     sets_.clear();  // frees communicators
   }
+  timeline_.Stop();
   running_ = false;
+  return Status::OK();
+}
+
+Status Runtime::StartTimeline(const std::string& path, bool mark_cycles) {
+  if (!running_) return Status::NotInitialized();
+  if (path.empty()) return Status::Invalid("the timeline path is empty");
+  return timeline_.Start(path, mark_cycles, topo_.rank);
+}
+
+Status Runtime::StopTimeline() {
+  if (!running_) return Status::NotInitialized();
+  timeline_.Stop();
   return Status::OK();
 }
 
@@ -222,6 +242,7 @@ void Runtime::Loop() {
   while (!stop) {
     queue_.WaitForWork(last + cycle);
     last = Clock::now();
+    if (timeline_.active()) timeline_.MarkCycleStart();
     const bool shutdown = shutdown_requested_.load();
     std::vector<int32_t> ids;
     {
@@ -336,9 +357,24 @@ void Runtime::Execute(ProcessSet& ps, const Response& response) {
   ctx.comm = ps.data_comm.get();
   ctx.fusion = &ps.fusion;
   ctx.set_id = ps.id;
+  const bool traced = timeline_.active();
+  if (traced) {
+    ctx.timeline = &timeline_;
+    for (auto* e : entries) {
+      if (!e) continue;
+      timeline_.OpStart(e->request.name, response.type);
+      timeline_.ActivityStart(e->request.name, "QUEUE", e->enqueued);
+      timeline_.ActivityEnd(e->request.name);
+    }
+  }
   Status s = exec ? exec(ctx, response, entries)
                   : Status::Unsupported(std::string("no executor for ") +
                                         OpTypeName(response.type));
+  if (traced) {
+    for (auto* e : entries) {
+      if (e) timeline_.OpEnd(e->request.name, e->request.dtype, e->request.shape);
+    }
+  }
   complete(s);
   if (IsFatal(s.code())) loop_fatal_ = s;
 }
@@ -365,7 +401,10 @@ void Runtime::ApplyProcessSetChange(const Response& response, TensorEntry* entry
           ps->data_comm = std::shared_ptr<Comm>(std::move(c));
         }
       }
-      if (s.ok()) ps->controller = std::make_unique<Controller>(ps->controller_comm.get(), config_, ps->id);
+      if (s.ok()) {
+        ps->controller = std::make_unique<Controller>(ps->controller_comm.get(), config_, ps->id);
+        ps->controller->set_timeline(&timeline_);
+      }
     }
     if (s.ok()) {
       if (entry) entry->handle->result().value = ps->id;

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/process_set.h"
 #include "core/tensor_queue.h"
+#include "core/timeline.h"
 
 namespace hvd {
 
@@ -47,6 +48,10 @@ class Runtime {
   // unknown ids.
   Status SetInfo(int32_t id, int* rank, int* size);
 
+  // Timeline control (hvd_start_timeline / hvd_stop_timeline, HVD_TIMELINE).
+  Status StartTimeline(const std::string& path, bool mark_cycles);
+  Status StopTimeline();
+
   // Next automatic name for an op in a set ("allreduce.noname.7"); equal on
   // all ranks as long as they make such calls in the same order.
   std::string AutoName(OpType type, int32_t set);
@@ -68,6 +73,7 @@ class Runtime {
   const char* controller_name_ = "";
   const char* data_name_ = "";
   TensorQueue queue_;
+  Timeline timeline_;
 
   std::mutex sets_mu_;  // guards sets_ against readers on caller threads
   std::map<int32_t, std::unique_ptr<ProcessSet>> sets_;

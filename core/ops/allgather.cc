@@ -43,6 +43,7 @@ Status ExecuteAllgather(ExecContext& ctx, const Response& r, std::vector<TensorE
         &alloc_error));
   }
   if (nt == 1) {
+    ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
     HVD_RETURN_IF_ERROR(ctx.comm->Allgatherv(entries[0]->input, outs[0], bytes_per_rank));
     return alloc_error;
   }
@@ -53,11 +54,18 @@ Status ExecuteAllgather(ExecContext& ctx, const Response& r, std::vector<TensorE
   auto* send = static_cast<uint8_t*>(ctx.fusion->Get(mine + recv_total));
   uint8_t* recv = send + mine;
   int64_t off = 0;
-  for (size_t t = 0; t < nt; ++t) {
-    std::memcpy(send + off, entries[t]->input, static_cast<size_t>(entries[t]->bytes));
-    off += entries[t]->bytes;
+  {
+    ScopedActivity a(ctx.timeline, r, "MEMCPY_IN_FUSION_BUFFER");
+    for (size_t t = 0; t < nt; ++t) {
+      std::memcpy(send + off, entries[t]->input, static_cast<size_t>(entries[t]->bytes));
+      off += entries[t]->bytes;
+    }
   }
-  HVD_RETURN_IF_ERROR(ctx.comm->Allgatherv(send, recv, bytes_per_rank));
+  {
+    ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+    HVD_RETURN_IF_ERROR(ctx.comm->Allgatherv(send, recv, bytes_per_rank));
+  }
+  ScopedActivity a(ctx.timeline, r, "MEMCPY_OUT_FUSION_BUFFER");
   // Rank blocks -> per-tensor outputs, in rank order.
   std::vector<int64_t> out_off(nt, 0);
   const uint8_t* p = recv;

@@ -26,7 +26,10 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
       buf = ctx.fusion->Get(n * esize);
       ZeroBuffer(buf, n, dt);
     }
-    HVD_RETURN_IF_ERROR(ctx.comm->Allreduce(buf, n, dt, wire_op));
+    {
+      ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+      HVD_RETURN_IF_ERROR(ctx.comm->Allreduce(buf, n, dt, wire_op));
+    }
     if (e) ScaleBuffer(buf, n, dt, post);
     return Status::OK();
   }
@@ -35,16 +38,23 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
   for (auto n : r.sizes) total += n;
   auto* base = static_cast<uint8_t*>(ctx.fusion->Get(total * esize));
   int64_t off = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const int64_t n = r.sizes[i];
-    if (entries[i]) {
-      ScaleCopy(base + off * esize, entries[i]->input, n, dt, r.prescale);
-    } else {
-      ZeroBuffer(base + off * esize, n, dt);
+  {
+    ScopedActivity a(ctx.timeline, r, "MEMCPY_IN_FUSION_BUFFER");
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const int64_t n = r.sizes[i];
+      if (entries[i]) {
+        ScaleCopy(base + off * esize, entries[i]->input, n, dt, r.prescale);
+      } else {
+        ZeroBuffer(base + off * esize, n, dt);
+      }
+      off += n;
     }
-    off += n;
   }
-  HVD_RETURN_IF_ERROR(ctx.comm->Allreduce(base, total, dt, wire_op));
+  {
+    ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+    HVD_RETURN_IF_ERROR(ctx.comm->Allreduce(base, total, dt, wire_op));
+  }
+  ScopedActivity a(ctx.timeline, r, "MEMCPY_OUT_FUSION_BUFFER");
   off = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const int64_t n = r.sizes[i];

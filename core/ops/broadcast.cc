@@ -11,6 +11,7 @@ Status ExecuteBroadcast(ExecContext& ctx, const Response& r, std::vector<TensorE
     if (ctx.comm->rank() == r.root && e->input != e->output) {
       std::memcpy(e->output, e->input, static_cast<size_t>(e->bytes));
     }
+    ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
     HVD_RETURN_IF_ERROR(ctx.comm->Broadcast(e->output, e->bytes, r.root));
   }
   return Status::OK();

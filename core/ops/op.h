@@ -13,6 +13,23 @@ namespace hvd {
 
 class Timeline;
 
+// Records one timeline activity for every tensor of a response while in
+// scope (nothing when the timeline is off).
+class ScopedActivity {
+ public:
+  ScopedActivity(Timeline* timeline, const Response& r, const std::string& activity);
+  ~ScopedActivity();
+  ScopedActivity(const ScopedActivity&) = delete;
+  ScopedActivity& operator=(const ScopedActivity&) = delete;
+
+ private:
+  Timeline* timeline_;
+  const Response& response_;
+};
+
+// "MPI_ALLREDUCE", "GLOO_ALLGATHER", ...
+std::string BackendActivity(const Comm& comm, OpType type);
+
 struct ExecContext {
   Comm* comm = nullptr;  // data backend of the process set
   FusionBuffer* fusion = nullptr;

@@ -31,7 +31,10 @@ Status ExecuteReducescatter(ExecContext& ctx, const Response& r,
     ScaleCopy(scaled, in, e->num_elements, dt, r.prescale);
     in = scaled;
   }
-  HVD_RETURN_IF_ERROR(ctx.comm->Reducescatter(in, out, counts, dt, wire_op));
+  {
+    ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+    HVD_RETURN_IF_ERROR(ctx.comm->Reducescatter(in, out, counts, dt, wire_op));
+  }
   ScaleBuffer(out, counts[me], dt, post);
   return alloc_error;
 }
