@@ -108,6 +108,7 @@ Status Config::FromEnvironment(Config* out) {
   HVD_RETURN_IF_ERROR(
       ParseInt("FUSION_THRESHOLD", 0, &c.fusion_threshold_bytes, &c.fusion_threshold_fixed));
   HVD_RETURN_IF_ERROR(ParseDouble("CYCLE_TIME", 0.0, &c.cycle_time_ms, &c.cycle_time_fixed));
+  HVD_RETURN_IF_ERROR(ParseInt("ALLREDUCE_CHUNK_BYTES", 0, &c.allreduce_chunk_bytes));
   HVD_RETURN_IF_ERROR(ParseInt("CACHE_CAPACITY", 0, &cache, &c.cache_capacity_fixed));
   if (cache > (1 << 20)) return Status::Invalid("HVD_CACHE_CAPACITY is larger than 1048576");
   c.cache_capacity = static_cast<int>(cache);

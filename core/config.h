@@ -17,6 +17,10 @@ enum class BackendChoice { kAuto, kMpi, kGloo };
 struct Config {
   int64_t fusion_threshold_bytes = 128LL * 1024 * 1024;  // 0 disables fusion
   double cycle_time_ms = 1.0;
+  // Allreduces are split into calls of at most this many bytes (0: never),
+  // and tensors of a quarter of it or more run alone instead of being
+  // copied into the fusion buffer. See docs/tuning.md.
+  int64_t allreduce_chunk_bytes = 4LL * 1024 * 1024;
   int cache_capacity = 1024;  // 0 disables the response cache
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;  // 0 = never

@@ -50,7 +50,7 @@ Key FusionKey(const Response& r) {
 }  // namespace
 
 std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold,
-                                    int set_size) {
+                                    int set_size, int64_t solo_bytes) {
   if (threshold <= 0) return responses;
   std::vector<Response> out;
   out.reserve(responses.size());
@@ -63,6 +63,11 @@ std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t thr
       continue;
     }
     const int64_t b = ResponseBytes(r, set_size);
+    if (solo_bytes > 0 && b >= solo_bytes) {
+      out.push_back(std::move(r));
+      bytes.push_back(b);
+      continue;
+    }
     const Key key = FusionKey(r);
     auto it = open.find(key);
     // Only tensors with the same joined ranks may share a buffer.

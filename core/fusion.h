@@ -14,9 +14,11 @@ namespace hvd {
 // Bytes one response moves through the fusion buffer (allgather: output).
 int64_t ResponseBytes(const Response& r, int set_size);
 
-// threshold_bytes == 0 disables fusion.
+// threshold_bytes == 0 disables fusion. Responses of solo_bytes or more
+// are never fused (0: no such limit): copying a large tensor in and out of
+// the buffer costs more than the separate collective it saves.
 std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold_bytes,
-                                    int set_size);
+                                    int set_size, int64_t solo_bytes = 0);
 
 // A persistent, growable host buffer (one per process set), so a training
 // loop does not allocate per step.

@@ -264,7 +264,7 @@ void Runtime::Loop() {
       Status s = ps->controller->RunCycle(std::move(requests), shutdown && id == 0, &out);
       if (s.ok()) {
         auto fused = FuseResponses(std::move(out.responses), config_.fusion_threshold_bytes,
-                                   ps->size());
+                                   ps->size(), config_.allreduce_chunk_bytes / 4);
         for (const auto& r : fused) {
           Execute(*ps, r);
           if (!loop_fatal_.ok()) break;

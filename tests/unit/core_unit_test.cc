@@ -127,6 +127,15 @@ TEST(Fusion, GroupsCompatibleResponsesUpToThreshold) {
   EXPECT_EQ(FuseResponses(in, 0, 2).size(), 4u);  // 0 disables fusion
 }
 
+TEST(Fusion, LargeTensorsRunAlone) {
+  // float32: a 40 B, big 400 B (>= solo 100 B), c 40 B.
+  auto out = FuseResponses({MakeResponse("a", 10), MakeResponse("big", 100), MakeResponse("c", 10)},
+                           1 << 20, 2, /*solo_bytes=*/100);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(out[1].names, std::vector<std::string>{"big"});
+}
+
 TEST(Fusion, NeverFusesErrorsOrDifferentScales) {
   Response e = MakeResponse("e", 1);
   e.error_code = Code::kMismatch;

@@ -61,7 +61,7 @@ Status CreateMpiWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
   if (MPI_Comm_dup(base, &dup) != MPI_SUCCESS) {
     return Status::Invalid("hvd_init_mpi_comm: MPI_Comm_dup failed (is the handle valid?)");
   }
-  *out = std::make_unique<MpiComm>(dup);
+  *out = std::make_unique<MpiComm>(dup, args.config->allreduce_chunk_bytes);
   return Status::OK();
 }
 

@@ -18,7 +18,7 @@ Status TooLarge(const char* what) {
 
 }  // namespace
 
-MpiComm::MpiComm(MPI_Comm comm) : comm_(comm) {
+MpiComm::MpiComm(MPI_Comm comm, int64_t chunk_bytes) : comm_(comm), chunk_bytes_(chunk_bytes) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -109,10 +109,13 @@ Status MpiComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
   const MPI_Op mop = ToMpiOp(dt, op);
   auto* p = static_cast<uint8_t*>(buf);
   const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
-  // MPI counts are ints: reduce very large buffers in pieces.
-  constexpr int64_t kMaxCount = 1 << 30;
-  for (int64_t done = 0; done < count; done += kMaxCount) {
-    const int n = static_cast<int>(std::min(kMaxCount, count - done));
+  // Open MPI's shared-memory allreduce is much faster on messages that fit
+  // in cache (~3.5 GB/s up to 16 MiB, ~2 GB/s from 32 MiB), so large buffers
+  // go in chunks; MPI's int counts need pieces below 2^31 elements anyway.
+  int64_t max_count = int64_t{1} << 30;
+  if (chunk_bytes_ > 0) max_count = std::max<int64_t>(1, std::min(max_count, chunk_bytes_ / esize));
+  for (int64_t done = 0; done < count; done += max_count) {
+    const int n = static_cast<int>(std::min(max_count, count - done));
     HVD_RETURN_IF_ERROR(
         Check(MPI_Allreduce(MPI_IN_PLACE, p + done * esize, n, type, mop, comm_), "Allreduce"));
   }
@@ -188,7 +191,7 @@ Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
   rc = MPI_Comm_create_group(comm_, sub, mpi_tag, &newcomm);
   MPI_Group_free(&sub);
   HVD_RETURN_IF_ERROR(Check(rc, "Comm_create_group"));
-  *out = std::make_unique<MpiComm>(newcomm);
+  *out = std::make_unique<MpiComm>(newcomm, chunk_bytes_);
   return Status::OK();
 }
 

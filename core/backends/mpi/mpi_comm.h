@@ -12,8 +12,9 @@ namespace hvd {
 
 class MpiComm : public Comm {
  public:
-  // Takes ownership of `comm` (freed in the destructor).
-  explicit MpiComm(MPI_Comm comm);
+  // Takes ownership of `comm` (freed in the destructor). Allreduces larger
+  // than chunk_bytes run as several calls of at most that size (0: never).
+  MpiComm(MPI_Comm comm, int64_t chunk_bytes);
   ~MpiComm() override;
   MpiComm(const MpiComm&) = delete;
   MpiComm& operator=(const MpiComm&) = delete;
@@ -42,6 +43,7 @@ class MpiComm : public Comm {
   Status Check(int rc, const char* what);
 
   MPI_Comm comm_;
+  int64_t chunk_bytes_;
   int rank_ = 0;
   int size_ = 1;
 };
