@@ -40,9 +40,13 @@ hvd_status Report(const Status& s) {
   return static_cast<hvd_status>(s.code());
 }
 
-hvd_status Fail(Code code, const std::string& message) { return Report(Status(code, message)); }
+hvd_status Fail(Code code, const std::string& message) {
+  return Report(Status(code, message));
+}
 
-hvd::Runtime& RT() { return hvd::Runtime::Get(); }
+hvd::Runtime& RT() {
+  return hvd::Runtime::Get();
+}
 
 // Query helper: -1 and a last error when not initialised.
 int Query(const char* fn, int (*get)(const hvd::Topology&)) {
@@ -98,10 +102,13 @@ Status ReadTensor(const char* fn, const char* what, const DLTensor* t, hvd::Tens
     Status s = hvd::FromDLDevice(t->device, &q.device);
     return s.ok() ? s : Status::Invalid(where + ": " + s.message());
   }());
+#ifndef HVD_HAVE_CUDA
   if (q.device.kind == hvd::DeviceKind::kCUDA) {
-    return Status::Unsupported(where + " is on a CUDA device; this build of hvd handles CPU "
-                                       "tensors only (GPU support: HVD_WITH_CUDA/NCCL)");
+    return Status::Unsupported(where +
+                               " is on a CUDA device; this build of hvd handles CPU "
+                               "tensors only (GPU support: HVD_WITH_CUDA/NCCL)");
   }
+#endif
   q.shape.assign(t->shape, t->shape + t->ndim);
   int64_t n = 1;
   for (int i = 0; i < t->ndim; ++i) {
@@ -130,7 +137,9 @@ Status ReadTensor(const char* fn, const char* what, const DLTensor* t, hvd::Tens
   return Status::OK();
 }
 
-void* OutputPointer(const DLTensor* t) { return static_cast<uint8_t*>(t->data) + t->byte_offset; }
+void* OutputPointer(const DLTensor* t) {
+  return static_cast<uint8_t*>(t->data) + t->byte_offset;
+}
 
 Status CheckReduceOp(const char* fn, hvd_reduce_op op) {
   if (op < HVD_OP_SUM || op > HVD_OP_PRODUCT) {
@@ -161,9 +170,7 @@ hvd_status Submit(const char* fn, std::vector<hvd::TensorEntry> entries, const h
   if (o.callback) {
     hvd_callback fnp = o.callback;
     void* user = o.callback_user_data;
-    cb = [fnp, user, id](const Status& s) {
-      fnp(*id, static_cast<hvd_status>(s.code()), user);
-    };
+    cb = [fnp, user, id](const Status& s) { fnp(*id, static_cast<hvd_status>(s.code()), user); };
   }
   auto state = std::make_shared<hvd::HandleState>(static_cast<int>(entries.size()), std::move(cb));
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -259,9 +266,13 @@ const char* hvd_status_string(hvd_status s) {
   return "unknown hvd_status";
 }
 
-const char* hvd_last_error(void) { return t_last_error.c_str(); }
+const char* hvd_last_error(void) {
+  return t_last_error.c_str();
+}
 
-const char* hvd_version(void) { return HVD_VERSION_STRING; }
+const char* hvd_version(void) {
+  return HVD_VERSION_STRING;
+}
 
 void hvd_init_options_init(hvd_init_options* opts) {
   if (opts) *opts = HVD_INIT_OPTIONS_INIT;
@@ -285,7 +296,9 @@ hvd_status hvd_init_with(const hvd_init_options* opts) {
   return Report(s);
 }
 
-hvd_status hvd_init(void) { return hvd_init_with(nullptr); }
+hvd_status hvd_init(void) {
+  return hvd_init_with(nullptr);
+}
 
 hvd_status hvd_init_mpi_comm(int fortran_comm) {
 #ifdef HVD_HAVE_MPI
@@ -299,9 +312,13 @@ hvd_status hvd_init_mpi_comm(int fortran_comm) {
 #endif
 }
 
-hvd_status hvd_shutdown(void) { return Report(RT().Shutdown()); }
+hvd_status hvd_shutdown(void) {
+  return Report(RT().Shutdown());
+}
 
-int hvd_is_initialized(void) { return RT().initialized() ? 1 : 0; }
+int hvd_is_initialized(void) {
+  return RT().initialized() ? 1 : 0;
+}
 
 int hvd_rank(void) {
   return Query("hvd_rank", [](const hvd::Topology& t) { return t.rank; });
@@ -343,8 +360,12 @@ int hvd_gloo_enabled(void) {
                                 std::strcmp(RT().data_name(), "gloo") == 0);
 }
 
-int hvd_mpi_built(void) { return hvd::FindBackend(hvd::BackendChoice::kMpi) != nullptr; }
-int hvd_gloo_built(void) { return hvd::FindBackend(hvd::BackendChoice::kGloo) != nullptr; }
+int hvd_mpi_built(void) {
+  return hvd::FindBackend(hvd::BackendChoice::kMpi) != nullptr;
+}
+int hvd_gloo_built(void) {
+  return hvd::FindBackend(hvd::BackendChoice::kGloo) != nullptr;
+}
 
 int hvd_nccl_built(void) {
 #ifdef HVD_HAVE_NCCL
@@ -375,12 +396,12 @@ hvd_status hvd_allreduce_async(const char* name, const DLTensor* input, DLTensor
     hvd::TensorEntry out;
     s = ReadTensor(fn, "output", output, &out);
     if (s.ok() && (out.num_elements != e.num_elements || out.request.dtype != e.request.dtype)) {
-      s = Status::Invalid(std::string(fn) + ": output must have the input's dtype and element "
-                                            "count (input " +
-                          hvd::DataTypeName(e.request.dtype) + " x" +
-                          std::to_string(e.num_elements) + ", output " +
-                          hvd::DataTypeName(out.request.dtype) + " x" +
-                          std::to_string(out.num_elements) + ")");
+      s = Status::Invalid(
+          std::string(fn) +
+          ": output must have the input's dtype and element "
+          "count (input " +
+          hvd::DataTypeName(e.request.dtype) + " x" + std::to_string(e.num_elements) + ", output " +
+          hvd::DataTypeName(out.request.dtype) + " x" + std::to_string(out.num_elements) + ")");
     }
   }
   if (!s.ok()) return Report(s);
@@ -411,15 +432,16 @@ hvd_status hvd_grouped_allreduce_async(const char* const* names, const DLTensor*
     hvd::TensorEntry out;
     const std::string owhat = "outputs[" + std::to_string(i) + "]";
     if (s.ok()) s = ReadTensor(fn, owhat.c_str(), outputs[i], &out);
-    if (s.ok() && (out.num_elements != v[i].num_elements ||
-                   out.request.dtype != v[i].request.dtype)) {
+    if (s.ok() &&
+        (out.num_elements != v[i].num_elements || out.request.dtype != v[i].request.dtype)) {
       s = Status::Invalid(std::string(fn) + ": " + owhat + " does not match " + what);
     }
     if (!s.ok()) break;
     v[i].output = OutputPointer(outputs[i]);
     v[i].request.type = hvd::OpType::kAllreduce;
     v[i].request.reduce_op = static_cast<hvd::ReduceOp>(op);
-    v[i].request.name = names && names[i] ? names[i] : RT().AutoName(hvd::OpType::kAllreduce, o.process_set);
+    v[i].request.name =
+        names && names[i] ? names[i] : RT().AutoName(hvd::OpType::kAllreduce, o.process_set);
   }
   if (!s.ok()) return Report(s);
   const std::string group = "group:" + v[0].request.name;
@@ -494,8 +516,9 @@ hvd_status hvd_alltoall_async(const char* name, const DLTensor* input, const int
         negative |= splits[i] < 0;
       }
       if (nsplits != set_size || negative || sum != dim0) {
-        s = Status::Invalid(std::string(fn) + ": splits must have one non-negative entry per "
-                                              "rank of the set (" +
+        s = Status::Invalid(std::string(fn) +
+                            ": splits must have one non-negative entry per "
+                            "rank of the set (" +
                             std::to_string(set_size) + ") summing to dimension 0 (" +
                             std::to_string(dim0) + "); got " + std::to_string(nsplits) +
                             " entries summing to " + std::to_string(sum));
@@ -550,7 +573,9 @@ hvd_status hvd_wait(hvd_handle handle, int64_t timeout_ms) {
   return Report(state->Wait(timeout_ms));
 }
 
-hvd_status hvd_release(hvd_handle handle) { return Report(hvd::HandleTable::Global().Release(handle)); }
+hvd_status hvd_release(hvd_handle handle) {
+  return Report(hvd::HandleTable::Global().Release(handle));
+}
 
 hvd_status hvd_result(hvd_handle handle, DLTensor* result) {
   if (!result) return Fail(Code::kInvalidArgument, "hvd_result: result is NULL");
@@ -593,8 +618,7 @@ hvd_status hvd_result_splits(hvd_handle handle, int32_t* splits, int n, int* cou
   if (splits) {
     if (n < static_cast<int>(rs.size())) {
       return Fail(Code::kInvalidArgument, "hvd_result_splits: room for " + std::to_string(n) +
-                                              " splits, " + std::to_string(rs.size()) +
-                                              " needed");
+                                              " splits, " + std::to_string(rs.size()) + " needed");
     }
     std::copy(rs.begin(), rs.end(), splits);
   }
@@ -625,7 +649,8 @@ hvd_status hvd_add_process_set(const int32_t* ranks, int n, int32_t* id) {
   const char* fn = "hvd_add_process_set";
   Status s = CheckInit(fn);
   if (!s.ok()) return Report(s);
-  if (!ranks || n <= 0 || !id) return Fail(Code::kInvalidArgument, std::string(fn) + ": needs ranks, n > 0 and id");
+  if (!ranks || n <= 0 || !id)
+    return Fail(Code::kInvalidArgument, std::string(fn) + ": needs ranks, n > 0 and id");
   std::set<int32_t> unique(ranks, ranks + n);
   const int size = RT().topology().size;
   if (static_cast<int>(unique.size()) != n || *unique.begin() < 0 || *unique.rbegin() >= size) {
@@ -690,3 +715,13 @@ hvd_status hvd_stop_timeline(void) {
 }
 
 }  // extern "C"
+
+// For the other translation units of the C layer (capi_elastic.cc): sets the
+// thread's last error exactly as the functions above do.
+namespace hvd {
+namespace capi {
+hvd_status ReportStatus(const Status& s) {
+  return Report(s);
+}
+}  // namespace capi
+}  // namespace hvd

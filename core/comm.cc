@@ -1,8 +1,15 @@
 #include "core/comm.h"
 
+#include <cstring>
+
 #include "core/wire.h"
 
 namespace hvd {
+
+Status Comm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) {
+  std::memcpy(out, in, static_cast<size_t>(count) * DataTypeSize(dt));
+  return Allreduce(out, count, dt, op);
+}
 
 Status Comm::AllgatherBytes(const std::string& mine, std::vector<std::string>* all) {
   std::vector<std::string> gathered;

@@ -30,6 +30,15 @@ class Comm {
     return device.kind == DeviceKind::kCPU;
   }
 
+  // Autotune: the size of the pieces large allreduces are split into (a
+  // hint; backends that do not chunk ignore it).
+  virtual void SetAllreduceChunkBytes(int64_t /*bytes*/) {}
+  // Tensors of at least this many bytes skip the fusion buffer and run
+  // alone, in place (0: fuse everything up to the threshold). Worth it where
+  // a call is cheap next to copying the tensor twice (shared-memory MPI), not
+  // where each call costs milliseconds (Gloo over TCP).
+  virtual int64_t fusion_solo_bytes() const { return 0; }
+
   // ---- controller
   // Element-wise AND/OR of `n` words across all ranks, in place.
   virtual Status AllreduceBits(uint64_t* words, size_t n, BitOp op) = 0;
@@ -44,8 +53,13 @@ class Comm {
   // In place over `count` elements; op is kSum, kMin, kMax or kProduct
   // (averaging is a scale applied by the caller).
   virtual Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) = 0;
+  // The same, reading `in` and writing `out` (host memory, not overlapping).
+  // The default copies then reduces in place; MPI reduces out of place, which
+  // saves a pass over the data.
+  virtual Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op);
   // Rank r contributes bytes_per_rank[r] bytes; out receives them in rank order.
-  virtual Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) = 0;
+  virtual Status Allgatherv(const void* in, void* out,
+                            const std::vector<int64_t>& bytes_per_rank) = 0;
   virtual Status Broadcast(void* buf, int64_t bytes, int root) = 0;
   // send_bytes[r] bytes (consecutive in `in`) go to rank r; recv_bytes[r]
   // arrive from rank r, consecutive in `out`.

@@ -27,8 +27,8 @@ Status ParseDouble(const char* suffix, double min, double* out, bool* fixed = nu
   errno = 0;
   double d = std::strtod(v, &end);
   if (errno != 0 || end == v || *end != '\0' || !(d >= min)) {
-    return Status::Invalid("invalid " + Describe(suffix, v) + ": expected a number >= " +
-                           std::to_string(min));
+    return Status::Invalid("invalid " + Describe(suffix, v) +
+                           ": expected a number >= " + std::to_string(min));
   }
   *out = d;
   if (fixed) *fixed = true;
@@ -42,8 +42,8 @@ Status ParseInt(const char* suffix, int64_t min, int64_t* out, bool* fixed = nul
   errno = 0;
   long long x = std::strtoll(v, &end, 10);
   if (errno != 0 || end == v || *end != '\0' || x < min) {
-    return Status::Invalid("invalid " + Describe(suffix, v) + ": expected an integer >= " +
-                           std::to_string(min));
+    return Status::Invalid("invalid " + Describe(suffix, v) +
+                           ": expected an integer >= " + std::to_string(min));
   }
   *out = x;
   if (fixed) *fixed = true;

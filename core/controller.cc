@@ -25,12 +25,13 @@ std::string RankList(const std::vector<int>& ranks) {
 
 // If the requests disagree on value(q), describes who has what:
 // "rank 0: [4]; ranks 1, 2: [5]".
-bool Disagree(const std::vector<Request>& qs, const std::function<std::string(const Request&)>& value,
-              std::string* detail) {
+bool Disagree(const std::vector<Request>& qs,
+              const std::function<std::string(const Request&)>& value, std::string* detail) {
   std::vector<std::pair<std::string, std::vector<int>>> groups;
   for (const auto& q : qs) {
     std::string v = value(q);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
     if (it == groups.end()) {
       groups.push_back({v, {q.rank}});
     } else {
@@ -52,6 +53,25 @@ std::string Num(double d) {
   s.erase(s.find_last_not_of('0') + 1);
   if (!s.empty() && s.back() == '.') s.pop_back();
   return s;
+}
+
+// The C API validates requests before they leave a rank; these checks stop
+// a corrupted or hostile peer from making the coordinator overflow or read
+// out of bounds.
+Status CheckPeerRequest(const Request& q, int size) {
+  int64_t n = 1;
+  for (auto d : q.shape) {
+    if (d < 0 || (d > 0 && n > (int64_t{1} << 50) / d)) {
+      return Status::Internal("malformed request from rank " + std::to_string(q.rank) +
+                              ": bad shape for '" + q.name + "'");
+    }
+    n *= d;
+  }
+  if (!q.splits.empty() && static_cast<int>(q.splits.size()) != size) {
+    return Status::Internal("malformed request from rank " + std::to_string(q.rank) +
+                            ": splits for '" + q.name + "' do not match the set size");
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -84,6 +104,7 @@ Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleO
                                                               : ResponseCache::State::kMiss;
     if (state == ResponseCache::State::kHit && !pending_hits_.count(pos)) {
       pending_hits_.emplace(pos, std::move(q));
+      hit_since_[pos] = Clock::now();
       continue;
     }
     if (state == ResponseCache::State::kInvalid) invalid.insert(pos);
@@ -103,6 +124,7 @@ Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleO
   // A joined rank submits nothing, so cache bits can never be common while
   // it waits: everyone negotiates through the coordinator until all joined.
   if (outstanding_.count("join." + std::to_string(set_id_))) flags |= kJoinedFlag | kUncachedFlag;
+  if (StaleHits()) flags |= kStaleHitFlag | kUncachedFlag;
 
   const size_t nbits = static_cast<size_t>(cache_.capacity());
   std::vector<uint64_t> words(1 + (nbits + 63) / 64, 0);
@@ -138,6 +160,21 @@ Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleO
     out->responses.push_back(cache_.response(static_cast<int>(pos)));
     cache_.Touch(static_cast<int>(pos));
     pending_hits_.erase(static_cast<int>(pos));
+  }
+
+  // The coordinator's stall inspector only sees what reaches the coordinator,
+  // and a cache hit that one rank never submits would wait in pending_hits_
+  // forever, unreported. So when any rank has a stale hit, every rank moves
+  // all its remaining hits to the coordinator path in this same cycle (the
+  // flag is agreed by the allreduce above, so no rank keeps a bit the others
+  // dropped), and keeps doing so while a moved one is unanswered, so that a
+  // late rank's hit follows the others there instead of waiting on its bit.
+  if (any & kStaleHitFlag) {
+    for (auto& kv : pending_hits_) {
+      demoted_.insert(kv.second.name);
+      uncached.push_back(std::move(kv.second));
+    }
+    pending_hits_.clear();
   }
 
   if (any & kUncachedFlag) {
@@ -195,6 +232,7 @@ Status Controller::Coordinate(const RequestList& mine, ResponseList* out) {
       }
       for (auto& q : theirs.requests) {
         q.rank = r;  // trust the position, not the content
+        HVD_RETURN_IF_ERROR(CheckPeerRequest(q, size_));
         Record(q);
       }
     }
@@ -256,8 +294,9 @@ void Controller::EmitReady(ResponseList* out) {
     auto& members = group_ready_[first.group];
     members.push_back(name);
     if (static_cast<int>(members.size()) >= first.group_size) {
+      const std::string group = first.group;  // Decide() erases the entry `first` lives in
       for (const auto& m : members) out->responses.push_back(Decide(m));
-      group_ready_.erase(first.group);
+      group_ready_.erase(group);
     }
   }
   arrival_order_ = std::move(keep);
@@ -276,7 +315,8 @@ Response Controller::Decide(const std::string& name) {
   table_.erase(name);
   if (timeline_ && timeline_->active()) timeline_->NegotiateEnd(name);
   std::vector<Request>& qs = p.requests;
-  std::sort(qs.begin(), qs.end(), [](const Request& a, const Request& b) { return a.rank < b.rank; });
+  std::sort(qs.begin(), qs.end(),
+            [](const Request& a, const Request& b) { return a.rank < b.rank; });
   const Request& ref = qs.front();
 
   Response r;
@@ -299,31 +339,36 @@ Response Controller::Decide(const std::string& name) {
   };
   const std::string op = OpTypeName(ref.type);
   const std::string tensor = "tensor '" + name + "'";
-  if (Disagree(qs, [](const Request& q) { return std::string(OpTypeName(q.type)); }, &detail)) {
+  if (Disagree(
+          qs, [](const Request& q) { return std::string(OpTypeName(q.type)); }, &detail)) {
     return fail(Code::kMismatch, "Mismatched operations for " + tensor + ": " + detail);
   }
-  if (Disagree(qs, [](const Request& q) { return std::string(DataTypeName(q.dtype)); }, &detail)) {
+  if (Disagree(
+          qs, [](const Request& q) { return std::string(DataTypeName(q.dtype)); }, &detail)) {
     return fail(Code::kMismatch, "Mismatched " + op + " dtypes for " + tensor + ": " + detail);
   }
-  if (Disagree(qs, [](const Request& q) { return DeviceName(q.device).substr(0, 3); }, &detail)) {
+  if (Disagree(
+          qs, [](const Request& q) { return DeviceName(q.device).substr(0, 3); }, &detail)) {
     return fail(Code::kMismatch, "Mismatched " + op + " devices for " + tensor + ": " + detail);
   }
   if ((ref.type == OpType::kAllreduce || ref.type == OpType::kReducescatter) &&
-      Disagree(qs, [](const Request& q) { return std::string(ReduceOpName(q.reduce_op)); },
-               &detail)) {
+      Disagree(
+          qs, [](const Request& q) { return std::string(ReduceOpName(q.reduce_op)); }, &detail)) {
     return fail(Code::kMismatch, "Mismatched " + op + " reduce ops for " + tensor + ": " + detail);
   }
-  if (Disagree(qs, [](const Request& q) { return Num(q.prescale) + "/" + Num(q.postscale); },
-               &detail)) {
+  if (Disagree(
+          qs, [](const Request& q) { return Num(q.prescale) + "/" + Num(q.postscale); }, &detail)) {
     return fail(Code::kMismatch,
                 "Mismatched " + op + " prescale/postscale factors for " + tensor + ": " + detail);
   }
   if (ref.type == OpType::kBroadcast &&
-      Disagree(qs, [](const Request& q) { return std::to_string(q.root); }, &detail)) {
+      Disagree(
+          qs, [](const Request& q) { return std::to_string(q.root); }, &detail)) {
     return fail(Code::kMismatch, "Mismatched broadcast root ranks for " + tensor + ": " + detail);
   }
-  if (Disagree(qs, [](const Request& q) { return q.group + "/" + std::to_string(q.group_size); },
-               &detail)) {
+  if (Disagree(
+          qs, [](const Request& q) { return q.group + "/" + std::to_string(q.group_size); },
+          &detail)) {
     return fail(Code::kMismatch, "Mismatched groups for " + tensor + ": " + detail);
   }
   const bool rows_only = ref.type == OpType::kAllgather || ref.type == OpType::kAlltoall;
@@ -335,8 +380,8 @@ Response Controller::Decide(const std::string& name) {
   };
   if (Disagree(qs, shape_key, &detail)) {
     return fail(Code::kMismatch, std::string("Mismatched ") + op + " tensor shapes" +
-                                     (rows_only ? " (beyond dimension 0)" : "") + " for " +
-                                     tensor + ": " + detail);
+                                     (rows_only ? " (beyond dimension 0)" : "") + " for " + tensor +
+                                     ": " + detail);
   }
   // Joined ranks hold no entry for anything but allreduce (where they send
   // zeros), so everything else is refused until all ranks have joined.
@@ -374,10 +419,13 @@ Response Controller::Decide(const std::string& name) {
     }
     case OpType::kAddProcessSet:
     case OpType::kRemoveProcessSet:
-      if (Disagree(qs, [](const Request& q) {
-            std::vector<int64_t> v(q.set_ranks.begin(), q.set_ranks.end());
-            return ShapeString(v);
-          }, &detail)) {
+      if (Disagree(
+              qs,
+              [](const Request& q) {
+                std::vector<int64_t> v(q.set_ranks.begin(), q.set_ranks.end());
+                return ShapeString(v);
+              },
+              &detail)) {
         return fail(Code::kMismatch, "Mismatched process set ranks for " + tensor + ": " + detail);
       }
       r.set_ranks = ref.set_ranks;
@@ -386,6 +434,29 @@ Response Controller::Decide(const std::string& name) {
       break;
   }
   return r;
+}
+
+bool Controller::StaleHits() {
+  if (config_.stall_check_seconds <= 0 || config_.stall_check_disabled) return false;
+  for (auto it = demoted_.begin(); it != demoted_.end();) {
+    it = outstanding_.count(*it) ? std::next(it) : demoted_.erase(it);
+  }
+  if (!demoted_.empty()) return true;
+  // Half the stall time: a rank that is merely slow has usually caught up by
+  // then. The coordinator's clock starts when the moved request reaches it,
+  // so a stalled cached tensor is reported after 1.5x the stall time.
+  const auto limit = std::chrono::duration<double>(config_.stall_check_seconds / 2);
+  const auto now = Clock::now();
+  bool stale = false;
+  for (auto it = hit_since_.begin(); it != hit_since_.end();) {
+    if (!pending_hits_.count(it->first)) {
+      it = hit_since_.erase(it);  // answered or moved: forget it
+      continue;
+    }
+    stale = stale || now - it->second >= limit;
+    ++it;
+  }
+  return stale;
 }
 
 void Controller::CheckStalls(ResponseList* out) {
@@ -407,15 +478,15 @@ void Controller::CheckStalls(ResponseList* out) {
       if (!p.seen[r] && !joined_.count(r)) missing.push_back(r);
     }
     std::string line = "'" + name + "' (" + OpTypeName(p.requests.front().type) + ", waiting " +
-                       std::to_string(static_cast<int>(age)) + " s for ranks " +
-                       RankList(missing) + ")";
+                       std::to_string(static_cast<int>(age)) + " s for ranks " + RankList(missing) +
+                       ")";
     if (config_.stall_shutdown_seconds > 0 && age >= config_.stall_shutdown_seconds) {
       Response r;
       r.type = p.requests.front().type;
       r.names = {name};
       r.error_code = Code::kTimeout;
-      r.error = "stalled: tensor " + line + " exceeded HVD_STALL_SHUTDOWN_TIME_SECONDS=" +
-                Num(config_.stall_shutdown_seconds);
+      r.error = "stalled: tensor " + line +
+                " exceeded HVD_STALL_SHUTDOWN_TIME_SECONDS=" + Num(config_.stall_shutdown_seconds);
       HVD_LOG(kError) << r.error;
       out->responses.push_back(std::move(r));
       table_.erase(it);

@@ -40,7 +40,13 @@ class Controller {
 
  private:
   // Flags travel inverted in word 0 of the AND-allreduce, so AND gives OR.
-  enum Flag : uint64_t { kShutdownFlag = 1, kUncachedFlag = 2, kInvalidFlag = 4, kJoinedFlag = 8 };
+  enum Flag : uint64_t {
+    kShutdownFlag = 1,
+    kUncachedFlag = 2,
+    kInvalidFlag = 4,
+    kJoinedFlag = 8,
+    kStaleHitFlag = 16,  // some rank's cache hit waits too long: see StaleHits
+  };
 
   static bool Cacheable(OpType t);
   Status Coordinate(const RequestList& mine, ResponseList* out);
@@ -49,6 +55,9 @@ class Controller {
   bool IsReady(const std::string& name) const;
   Response Decide(const std::string& name);
   void CheckStalls(ResponseList* out);
+  // Stall inspector, every rank: true when a pending cache hit has waited
+  // half the stall time, or a hit moved for that reason is still unanswered.
+  bool StaleHits();
   void EmitReady(ResponseList* out);
 
   Comm* comm_;
@@ -59,6 +68,8 @@ class Controller {
   ResponseCache cache_;
   std::map<int, Request> pending_hits_;  // cache position -> this rank's request
   std::vector<Request> resend_;          // hits whose slot was evicted
+  std::map<int, std::chrono::steady_clock::time_point> hit_since_;  // cache position -> when
+  std::set<std::string> demoted_;  // stale hits sent to the coordinator, until answered
   std::unordered_map<std::string, Request> outstanding_;  // sent to the coordinator
   class Timeline* timeline_ = nullptr;
 

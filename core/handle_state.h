@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -20,6 +21,9 @@ namespace hvd {
 // reducescatter): either owned here or written to caller-allocated memory.
 struct OpResult {
   std::vector<uint8_t> owned;
+  // hvd-owned CUDA memory behind `data` for GPU results without a caller
+  // allocator (type-erased so this header needs no CUDA); freed with the handle.
+  std::shared_ptr<void> device_owned;
   void* data = nullptr;
   std::vector<int64_t> shape;
   DataType dtype = DataType::kFloat32;
@@ -32,8 +36,7 @@ class HandleState {
  public:
   using Callback = std::function<void(const Status&)>;
 
-  HandleState(int pending, Callback callback)
-      : pending_(pending), callback_(std::move(callback)) {}
+  HandleState(int pending, Callback callback) : pending_(pending), callback_(std::move(callback)) {}
 
   // Called once per covered tensor from the background thread.
   void Complete(const Status& s);

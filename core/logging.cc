@@ -24,9 +24,13 @@ void SetLogConfig(LogLevel level, bool hide_time) {
   g_hide_time = hide_time;
 }
 
-void SetLogRank(int rank) { g_rank = rank; }
+void SetLogRank(int rank) {
+  g_rank = rank;
+}
 
-bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
+bool LogEnabled(LogLevel level) {
+  return static_cast<int>(level) >= g_level.load();
+}
 
 LogMessage::~LogMessage() {
   char prefix[96];

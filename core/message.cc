@@ -40,8 +40,8 @@ bool DecodeRequest(WireReader* r, Request* q) {
          ReadEnum(r, &q->dtype, kNumDataTypes) && ReadEnum(r, &q->reduce_op, 5) &&
          ReadEnum(r, &q->device.kind, 2) && r->I32(&q->device.id) && r->I32(&q->root) &&
          r->F64(&q->prescale) && r->F64(&q->postscale) && r->I64Vec(&q->shape) &&
-         r->Str(&q->name) && r->I32Vec(&q->splits) && r->Str(&q->group) &&
-         r->I32(&q->group_size) && r->I32Vec(&q->set_ranks);
+         r->Str(&q->name) && r->I32Vec(&q->splits) && r->Str(&q->group) && r->I32(&q->group_size) &&
+         r->I32Vec(&q->set_ranks);
 }
 
 }  // namespace
@@ -54,9 +54,8 @@ int64_t Request::NumElements() const {
 
 bool Request::SameParams(const Request& o) const {
   return type == o.type && dtype == o.dtype && reduce_op == o.reduce_op && device == o.device &&
-         root == o.root && prescale == o.prescale && postscale == o.postscale &&
-         shape == o.shape && splits == o.splits && group == o.group &&
-         group_size == o.group_size;
+         root == o.root && prescale == o.prescale && postscale == o.postscale && shape == o.shape &&
+         splits == o.splits && group == o.group && group_size == o.group_size;
 }
 
 std::string EncodeRequestList(const RequestList& list) {

@@ -11,6 +11,8 @@
 
 namespace hvd {
 
+class GpuSet;  // core/backends/cuda/gpu_exec.cc
+
 struct ProcessSet {
   int32_t id = 0;
   std::vector<int> ranks;  // global ranks, ascending
@@ -19,6 +21,10 @@ struct ProcessSet {
   std::shared_ptr<Comm> data_comm;
   std::unique_ptr<Controller> controller;
   FusionBuffer fusion;
+  // GPU state (hvd's CUDA streams, device fusion buffers, the NCCL
+  // communicator), made on the set's first CUDA response; null in CPU-only
+  // use. Last member: it refers to the comms above and must go first.
+  std::shared_ptr<GpuSet> gpu;
 
   bool member() const { return controller_comm != nullptr; }
   int rank() const { return member() ? controller_comm->rank() : -1; }

@@ -77,7 +77,8 @@ void Reduce16(uint16_t* dst, const uint16_t* src, int64_t n, ReduceOp op) {
 template <typename T>
 void ScaleTyped(T* dst, const T* src, int64_t n, double f) {
   // Integers round to nearest: 6 * (1.0 / 3) is 1.999..., which must give 2.
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(std::llround(static_cast<double>(src[i]) * f));
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = static_cast<T>(std::llround(static_cast<double>(src[i]) * f));
 }
 
 template <>
@@ -150,7 +151,9 @@ void ScaleCopy(void* dst, const void* src, int64_t n, DataType dt, double f) {
   }
 }
 
-void ScaleBuffer(void* buf, int64_t n, DataType dt, double f) { ScaleCopy(buf, buf, n, dt, f); }
+void ScaleBuffer(void* buf, int64_t n, DataType dt, double f) {
+  ScaleCopy(buf, buf, n, dt, f);
+}
 
 void ZeroBuffer(void* buf, int64_t n, DataType dt) {
   std::memset(buf, 0, static_cast<size_t>(n) * DataTypeSize(dt));  // +0.0 in every float format

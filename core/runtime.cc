@@ -7,24 +7,35 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/autotune/autotuner.h"
 #include "core/backends/registry.h"
 #include "core/fusion.h"
 #include "core/logging.h"
 #include "core/ops/op.h"
+#ifdef HVD_HAVE_CUDA
+#include "core/backends/cuda/gpu_exec.h"
+#endif
 
 namespace hvd {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What identifies this rank's host when computing local ranks: the launcher's
+// name for it where there is one (hosts emulated by network namespaces share
+// one kernel hostname), else the kernel's.
 std::string HostKey() {
-  if (const char* h = std::getenv("HVD_HOSTNAME")) return h;
+  for (const char* var : {"HVD_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME"}) {
+    if (const char* h = std::getenv(var)) return h;
+  }
   char buf[256] = {0};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
   return buf;
 }
 
-bool IsFatal(Code c) { return c == Code::kPeerLost || c == Code::kBackend || c == Code::kTimeout; }
+bool IsFatal(Code c) {
+  return c == Code::kPeerLost || c == Code::kBackend || c == Code::kTimeout;
+}
 
 std::string JoinRanks(const std::vector<int32_t>& ranks) {
   std::string s;
@@ -39,7 +50,9 @@ Runtime& Runtime::Get() {
   return runtime;
 }
 
-bool Runtime::initialized() { return running_.load(); }
+bool Runtime::initialized() {
+  return running_.load();
+}
 
 std::string Runtime::AutoName(OpType type, int32_t set) {
   std::lock_guard<std::mutex> lock(names_mu_);
@@ -87,8 +100,8 @@ Status Runtime::Init(const InitArgs& args) {
   config_ = cfg;
   SetLogConfig(config_.log_level, config_.log_hide_time);
 
-  BackendChoice ctrl_choice = args.controller != BackendChoice::kAuto ? args.controller
-                                                                       : config_.controller;
+  BackendChoice ctrl_choice =
+      args.controller != BackendChoice::kAuto ? args.controller : config_.controller;
   if (args.use_mpi_comm) {
     if (ctrl_choice == BackendChoice::kGloo) {
       return Status::Invalid("hvd_init_mpi_comm needs the MPI controller, but Gloo was requested");
@@ -112,12 +125,13 @@ Status Runtime::Init(const InitArgs& args) {
         std::string("the requested controller backend is not built into this libhvd ") +
         "(see hvdrun --check-build)");
   }
-  BackendChoice data_choice = args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations
-                                                                           : config_.cpu_operations;
+  BackendChoice data_choice =
+      args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations : config_.cpu_operations;
   const BackendEntry* data_entry =
       data_choice == BackendChoice::kAuto ? ctrl_entry : FindBackend(data_choice);
   if (!data_entry) {
-    return Status::Unsupported("the requested CPU operations backend is not built into this libhvd");
+    return Status::Unsupported(
+        "the requested CPU operations backend is not built into this libhvd");
   }
 
   CommInitArgs cargs;
@@ -165,6 +179,11 @@ Status Runtime::Init(const InitArgs& args) {
       HVD_LOG(kWarning) << "HVD_TIMELINE: " << ts.message();
     }
   }
+  tuned_.fusion_threshold_bytes = config_.fusion_threshold_bytes;
+  tuned_.cycle_time_ms = config_.cycle_time_ms;
+  tuned_.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
+  autotuner_.reset();
+  if (config_.autotune) autotuner_ = std::make_unique<Autotuner>(config_, topo_.rank);
   thread_ = std::thread(&Runtime::Loop, this);
   running_ = true;
   // Registered after the backends so it runs before their own exit hooks
@@ -209,7 +228,9 @@ Status Runtime::Submit(std::vector<TensorEntry> entries) {
   std::lock_guard<std::mutex> sl(sets_mu_);
   const int32_t set = entries.empty() ? 0 : entries[0].request.process_set;
   auto it = sets_.find(set);
-  if (it == sets_.end()) return Status::Invalid("unknown process set " + std::to_string(set) + " (never added, or removed)");
+  if (it == sets_.end())
+    return Status::Invalid("unknown process set " + std::to_string(set) +
+                           " (never added, or removed)");
   if (!it->second->member()) {
     return Status::Invalid("rank " + std::to_string(topo_.rank) +
                            " is not a member of process set " + std::to_string(set));
@@ -226,21 +247,26 @@ Status Runtime::SetInfo(int32_t id, int* rank, int* size) {
   if (!running_) return Status::NotInitialized();
   std::lock_guard<std::mutex> sl(sets_mu_);
   auto it = sets_.find(id);
-  if (it == sets_.end()) return Status::Invalid("unknown process set " + std::to_string(id) + " (never added, or removed)");
+  if (it == sets_.end())
+    return Status::Invalid("unknown process set " + std::to_string(id) +
+                           " (never added, or removed)");
   *rank = it->second->rank();
   *size = it->second->size();
   return Status::OK();
 }
 
+Clock::duration Runtime::CycleDuration() const {
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(tuned_.cycle_time_ms));
+}
+
 void Runtime::Loop() {
-  const auto cycle = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
-  auto last = Clock::now() - cycle;
+  auto last = Clock::now() - CycleDuration();
   Status fatal;
   std::vector<int32_t> shutdown_ranks;
   bool stop = false;
   while (!stop) {
-    queue_.WaitForWork(last + cycle);
+    queue_.WaitForWork(last + CycleDuration());
     last = Clock::now();
     if (timeline_.active()) timeline_.MarkCycleStart();
     const bool shutdown = shutdown_requested_.load();
@@ -259,28 +285,12 @@ void Runtime::Loop() {
         if (it == sets_.end()) continue;  // removed during this pass
         ps = it->second.get();
       }
-      auto requests = queue_.PopRequests(id);
-      CycleOutput out;
-      Status s = ps->controller->RunCycle(std::move(requests), shutdown && id == 0, &out);
-      if (s.ok()) {
-        auto fused = FuseResponses(std::move(out.responses), config_.fusion_threshold_bytes,
-                                   ps->size(), config_.allreduce_chunk_bytes / 4);
-        for (const auto& r : fused) {
-          Execute(*ps, r);
-          if (!loop_fatal_.ok()) break;
-        }
-        s = loop_fatal_;
-      }
+      Status s = CycleSet(*ps, shutdown && id == 0, &stop, &shutdown_ranks);
       if (!s.ok()) {
         fatal = s;
         stop = true;
-        break;
       }
-      if (out.shutdown) {
-        shutdown_ranks = out.shutdown_ranks;
-        stop = true;
-        break;
-      }
+      if (stop) break;
     }
   }
   Status final_status = fatal;
@@ -304,6 +314,40 @@ void Runtime::Loop() {
   }
   loop_fatal_ = Status::OK();
   queue_.Close(final_status);
+}
+
+Status Runtime::CycleSet(ProcessSet& ps, bool shutdown, bool* stop,
+                         std::vector<int32_t>* shutdown_ranks) {
+  CycleOutput out;
+  HVD_RETURN_IF_ERROR(ps.controller->RunCycle(queue_.PopRequests(ps.id), shutdown, &out));
+  auto fused = FuseResponses(std::move(out.responses), tuned_.fusion_threshold_bytes, ps.size(),
+                             ps.data_comm->fusion_solo_bytes());
+  int64_t bytes = 0;
+  for (const auto& r : fused) {
+    if (r.error_code == Code::kOk) bytes += ResponseBytes(r, ps.size());
+    Execute(ps, r);
+    HVD_RETURN_IF_ERROR(loop_fatal_);
+  }
+  if (out.shutdown) {
+    *shutdown_ranks = std::move(out.shutdown_ranks);
+    *stop = true;
+    return Status::OK();
+  }
+  // Autotune steps on the world set: its cycles and bytes are identical on
+  // every rank, so all ranks reach each sample boundary in the same cycle.
+  if (ps.id == 0 && autotuner_ && autotuner_->Record(bytes)) {
+    HVD_RETURN_IF_ERROR(autotuner_->Sync(ps.controller_comm.get()));
+    ApplyTuned(autotuner_->params());
+  }
+  return Status::OK();
+}
+
+void Runtime::ApplyTuned(const TunedParams& p) {
+  tuned_ = p;
+  std::lock_guard<std::mutex> sl(sets_mu_);
+  for (auto& kv : sets_) {
+    if (kv.second->data_comm) kv.second->data_comm->SetAllreduceChunkBytes(p.allreduce_chunk_bytes);
+  }
 }
 
 void Runtime::Execute(ProcessSet& ps, const Response& response) {
@@ -367,9 +411,17 @@ void Runtime::Execute(ProcessSet& ps, const Response& response) {
       timeline_.ActivityEnd(e->request.name);
     }
   }
-  Status s = exec ? exec(ctx, response, entries)
-                  : Status::Unsupported(std::string("no executor for ") +
-                                        OpTypeName(response.type));
+  Status s;
+  if (!exec) {
+    s = Status::Unsupported(std::string("no executor for ") + OpTypeName(response.type));
+#ifdef HVD_HAVE_CUDA
+  } else if (response.device.kind == DeviceKind::kCUDA) {
+    // Picks hvd's stream, the GPU communicator and device memory ops.
+    s = ExecuteOnGpu(ps, config_, response, entries, ctx, exec);
+#endif
+  } else {
+    s = exec(ctx, response, entries);
+  }
   if (traced) {
     for (auto* e : entries) {
       if (e) timeline_.OpEnd(e->request.name, e->request.dtype, e->request.shape);

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/autotune/autotuner.h"
 #include "core/config.h"
 #include "core/process_set.h"
 #include "core/tensor_queue.h"
@@ -59,7 +61,10 @@ class Runtime {
  private:
   Runtime() = default;
   void Loop();
-  Status CycleSet(ProcessSet& ps, bool shutdown, bool* stop);
+  std::chrono::steady_clock::duration CycleDuration() const;
+  // One negotiation + execution cycle of one set; sets *stop on shutdown.
+  Status CycleSet(ProcessSet& ps, bool shutdown, bool* stop, std::vector<int32_t>* shutdown_ranks);
+  void ApplyTuned(const TunedParams& p);
   void Execute(ProcessSet& ps, const Response& response);
   void ApplyProcessSetChange(const Response& response, TensorEntry* entry);
   Status ComputeTopology(Comm* comm);
@@ -80,7 +85,9 @@ class Runtime {
   int32_t next_set_id_ = 1;
   std::mutex names_mu_;
   std::map<std::pair<int, int32_t>, int64_t> auto_names_;
-  Status loop_fatal_;          // set by Execute when the backend is unusable
+  Status loop_fatal_;  // set by Execute when the backend is unusable
+  TunedParams tuned_;  // what the loop uses; autotune may change it
+  std::unique_ptr<Autotuner> autotuner_;
 };
 
 }  // namespace hvd

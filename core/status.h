@@ -51,10 +51,10 @@ class Status {
 };
 
 // Propagate a non-OK status to the caller.
-#define HVD_RETURN_IF_ERROR(expr)         \
-  do {                                    \
-    ::hvd::Status _hvd_s = (expr);        \
-    if (!_hvd_s.ok()) return _hvd_s;      \
+#define HVD_RETURN_IF_ERROR(expr)    \
+  do {                               \
+    ::hvd::Status _hvd_s = (expr);   \
+    if (!_hvd_s.ok()) return _hvd_s; \
   } while (0)
 
 }  // namespace hvd

@@ -2,8 +2,7 @@
 
 namespace hvd {
 
-void* TensorEntry::AllocateResult(size_t nbytes, const std::vector<int64_t>& shape,
-                                  Status* error) {
+void* TensorEntry::AllocateResult(size_t nbytes, const std::vector<int64_t>& shape, Status* error) {
   OpResult& r = handle->result();
   r.shape = shape;
   r.dtype = request.dtype;

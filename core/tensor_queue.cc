@@ -11,14 +11,13 @@ Status TensorQueue::Add(std::vector<TensorEntry> entries) {
       auto& table = entries_[q.process_set];
       bool dup_in_call = false;
       for (size_t j = 0; j < i; ++j) {
-        dup_in_call |= entries[j].request.name == q.name &&
-                       entries[j].request.process_set == q.process_set;
+        dup_in_call |=
+            entries[j].request.name == q.name && entries[j].request.process_set == q.process_set;
       }
       if (dup_in_call || table.count(q.name)) {
-        return Status::Invalid("a tensor named '" + q.name +
-                               "' is already pending in process set " +
-                               std::to_string(q.process_set) +
-                               "; names must be unique among operations in flight");
+        return Status::Invalid(
+            "a tensor named '" + q.name + "' is already pending in process set " +
+            std::to_string(q.process_set) + "; names must be unique among operations in flight");
       }
     }
     for (auto& e : entries) {

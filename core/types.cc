@@ -34,16 +34,16 @@ const char* ReduceOpName(ReduceOp op) {
 }
 
 const char* OpTypeName(OpType t) {
-  static const char* const kNames[] = {"allreduce", "allgather", "broadcast",
-                                       "alltoall",  "reducescatter", "barrier",
+  static const char* const kNames[] = {"allreduce", "allgather",       "broadcast",
+                                       "alltoall",  "reducescatter",   "barrier",
                                        "join",      "add_process_set", "remove_process_set"};
   auto i = static_cast<size_t>(t);
   return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "unknown";
 }
 
 const char* OpTypeUpperName(OpType t) {
-  static const char* const kNames[] = {"ALLREDUCE", "ALLGATHER", "BROADCAST",
-                                       "ALLTOALL",  "REDUCESCATTER", "BARRIER",
+  static const char* const kNames[] = {"ALLREDUCE", "ALLGATHER",       "BROADCAST",
+                                       "ALLTOALL",  "REDUCESCATTER",   "BARRIER",
                                        "JOIN",      "ADD_PROCESS_SET", "REMOVE_PROCESS_SET"};
   auto i = static_cast<size_t>(t);
   return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "UNKNOWN";
@@ -76,7 +76,8 @@ Status FromDLDataType(DLDataType in, DataType* out) {
       break;
   }
   return Status::Invalid("unsupported dtype (code " + std::to_string(in.code) + ", " +
-                         std::to_string(in.bits) + " bits); supported: uint8, int8, int32, int64, "
+                         std::to_string(in.bits) +
+                         " bits); supported: uint8, int8, int32, int64, "
                          "float16, bfloat16, float32, float64");
 }
 

@@ -130,6 +130,9 @@ typedef struct {
 %apply int32_t* OUTPUT { int32_t* id };
 %apply int* OUTPUT { int* last_rank };
 %apply int* OUTPUT { int* count };
+/* ---- elastic (hvd_elastic_hosts_updated) ---- */
+%apply int* OUTPUT { int* updated };
+/* ---- end elastic ---- */
 #endif
 
 /* Struct members no language can use safely from its side. */

@@ -1,8 +1,6 @@
 // Allgather: concatenate every rank's tensor along dimension 0 (sizes may
 // differ per rank). Fused tensors travel as one allgatherv whose rank blocks
 // hold that rank's rows of every tensor, then are copied out per tensor.
-#include <cstring>
-
 #include "core/ops/op.h"
 
 namespace hvd {
@@ -38,9 +36,9 @@ Status ExecuteAllgather(ExecContext& ctx, const Response& r, std::vector<TensorE
   std::vector<uint8_t*> outs(nt);
   Status alloc_error;  // reported after the collective, which must run regardless
   for (size_t t = 0; t < nt; ++t) {
-    outs[t] = static_cast<uint8_t*>(entries[t]->AllocateResult(
-        static_cast<size_t>(total_rows[t] * row_bytes[t]), OutputShape(*entries[t], total_rows[t]),
-        &alloc_error));
+    outs[t] = static_cast<uint8_t*>(
+        entries[t]->AllocateResult(static_cast<size_t>(total_rows[t] * row_bytes[t]),
+                                   OutputShape(*entries[t], total_rows[t]), &alloc_error));
   }
   if (nt == 1) {
     ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
@@ -51,15 +49,20 @@ Status ExecuteAllgather(ExecContext& ctx, const Response& r, std::vector<TensorE
   int64_t recv_total = 0;
   for (auto b : bytes_per_rank) recv_total += b;
   const int64_t mine = bytes_per_rank[ctx.comm->rank()];
-  auto* send = static_cast<uint8_t*>(ctx.fusion->Get(mine + recv_total));
+  MemOps& mem = ctx.ops();
+  void* fusion = nullptr;
+  HVD_RETURN_IF_ERROR(mem.Fusion(mine + recv_total, &fusion));
+  auto* send = static_cast<uint8_t*>(fusion);
   uint8_t* recv = send + mine;
   int64_t off = 0;
   {
     ScopedActivity a(ctx.timeline, r, "MEMCPY_IN_FUSION_BUFFER");
+    std::vector<MemOps::Region> copies;
     for (size_t t = 0; t < nt; ++t) {
-      std::memcpy(send + off, entries[t]->input, static_cast<size_t>(entries[t]->bytes));
+      copies.push_back({send + off, entries[t]->input, entries[t]->bytes});
       off += entries[t]->bytes;
     }
+    HVD_RETURN_IF_ERROR(mem.CopyRegions(copies));
   }
   {
     ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
@@ -69,14 +72,16 @@ Status ExecuteAllgather(ExecContext& ctx, const Response& r, std::vector<TensorE
   // Rank blocks -> per-tensor outputs, in rank order.
   std::vector<int64_t> out_off(nt, 0);
   const uint8_t* p = recv;
+  std::vector<MemOps::Region> copies;
   for (int k = 0; k < size; ++k) {
     for (size_t t = 0; t < nt; ++t) {
       const int64_t b = r.sizes[t * stride + 1 + k] * row_bytes[t];
-      std::memcpy(outs[t] + out_off[t], p, static_cast<size_t>(b));
+      copies.push_back({outs[t] + out_off[t], p, b});
       out_off[t] += b;
       p += b;
     }
   }
+  HVD_RETURN_IF_ERROR(mem.CopyRegions(copies));
   return alloc_error;
 }
 

@@ -1,6 +1,4 @@
 // Broadcast: root's tensor replaces everyone's, in place.
-#include <cstring>
-
 #include "core/ops/op.h"
 
 namespace hvd {
@@ -9,7 +7,7 @@ Status ExecuteBroadcast(ExecContext& ctx, const Response& r, std::vector<TensorE
   for (size_t i = 0; i < entries.size(); ++i) {
     TensorEntry* e = entries[i];
     if (ctx.comm->rank() == r.root && e->input != e->output) {
-      std::memcpy(e->output, e->input, static_cast<size_t>(e->bytes));
+      HVD_RETURN_IF_ERROR(ctx.ops().CopyRegions({{e->output, e->input, e->bytes}}));
     }
     ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
     HVD_RETURN_IF_ERROR(ctx.comm->Broadcast(e->output, e->bytes, r.root));

@@ -1,7 +1,6 @@
 // Reducescatter: reduce across ranks, rank r keeps its block of dimension 0
 // (n / size rows, the first n % size ranks one more).
 #include "core/ops/op.h"
-#include "core/reduce.h"
 
 namespace hvd {
 
@@ -27,15 +26,16 @@ Status ExecuteReducescatter(ExecContext& ctx, const Response& r,
   void* out = e->AllocateResult(static_cast<size_t>(counts[me] * esize), shape, &alloc_error);
   const void* in = e->input;
   if (r.prescale != 1.0) {
-    void* scaled = ctx.fusion->Get(e->bytes);
-    ScaleCopy(scaled, in, e->num_elements, dt, r.prescale);
+    void* scaled = nullptr;
+    HVD_RETURN_IF_ERROR(ctx.ops().Fusion(e->bytes, &scaled));
+    HVD_RETURN_IF_ERROR(ctx.ops().ScaleCopy(scaled, in, e->num_elements, dt, r.prescale));
     in = scaled;
   }
   {
     ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
     HVD_RETURN_IF_ERROR(ctx.comm->Reducescatter(in, out, counts, dt, wire_op));
   }
-  ScaleBuffer(out, counts[me], dt, post);
+  HVD_RETURN_IF_ERROR(ctx.ops().ScaleCopy(out, out, counts[me], dt, post));
   return alloc_error;
 }
 

@@ -14,13 +14,17 @@
 #include "hvd/hvd.h"
 #include "test_tensor.h"
 
-using hvdtest::Tensor;
 using hvdtest::T;
+using hvdtest::Tensor;
 
 namespace {
 
-int R() { return hvd_rank(); }
-int N() { return hvd_size(); }
+int R() {
+  return hvd_rank();
+}
+int N() {
+  return hvd_size();
+}
 
 hvd_status Wait(hvd_handle h) {
   hvd_status s = hvd_wait(h, 60000);
@@ -44,7 +48,9 @@ double Tolerance(T t, double expect) {
 }
 
 // Value rank r contributes at element i: small, so every dtype is exact.
-double V(int r, int64_t i) { return 1 + (r + i) % 3; }
+double V(int r, int64_t i) {
+  return 1 + (r + i) % 3;
+}
 
 double Expected(hvd_reduce_op op, int64_t i, T t) {
   double sum = 0, mn = 1e9, mx = -1e9, prod = 1;
@@ -56,12 +62,16 @@ double Expected(hvd_reduce_op op, int64_t i, T t) {
     prod *= v;
   }
   switch (op) {
-    case HVD_OP_SUM: return sum;
+    case HVD_OP_SUM:
+      return sum;
     case HVD_OP_AVERAGE:
       return hvdtest::IsFloat(t) ? sum / N() : std::llround(sum * (1.0 / N()));
-    case HVD_OP_MIN: return mn;
-    case HVD_OP_MAX: return mx;
-    case HVD_OP_PRODUCT: return prod;
+    case HVD_OP_MIN:
+      return mn;
+    case HVD_OP_MAX:
+      return mx;
+    case HVD_OP_PRODUCT:
+      return prod;
   }
   return 0;
 }
@@ -193,7 +203,9 @@ TEST(Allgather, CallerAllocator) {
   hvd_release(h);
 }
 
-void* NullAlloc(size_t, const int64_t*, int, DLDataType, DLDevice, void*) { return nullptr; }
+void* NullAlloc(size_t, const int64_t*, int, DLDataType, DLDevice, void*) {
+  return nullptr;
+}
 
 TEST(Allgather, FailingAllocatorOnOneRankHangsNobody) {
   Tensor in(T::i32, {1});
@@ -240,9 +252,9 @@ TEST(Allreduce, ManyInFlight) {
     outs.push_back(std::make_unique<Tensor>(T::f32, std::vector<int64_t>{n}));
     for (int64_t i = 0; i < n; ++i) ins[k]->Set(i, k + R() + i % 7);
     std::string name = "many." + std::to_string(k);
-    ASSERT_EQ(hvd_allreduce_async(name.c_str(), ins[k]->dl(), outs[k]->dl(), HVD_OP_SUM, nullptr,
-                                  &hs[k]),
-              HVD_OK)
+    ASSERT_EQ(
+        hvd_allreduce_async(name.c_str(), ins[k]->dl(), outs[k]->dl(), HVD_OP_SUM, nullptr, &hs[k]),
+        HVD_OK)
         << hvd_last_error();
   }
   const double rank_sum = N() * (N() - 1) / 2.0;
@@ -265,9 +277,9 @@ TEST(Allreduce, OutOfOrderSubmission) {
   std::vector<hvd_handle> hs(3);
   for (int j = 0; j < 3; ++j) {
     int k = R() % 2 == 0 ? j : 2 - j;  // odd ranks submit C, B, A
-    ASSERT_EQ(hvd_allreduce_async(names[k], ins[k]->dl(), outs[k]->dl(), HVD_OP_SUM, nullptr,
-                                  &hs[k]),
-              HVD_OK);
+    ASSERT_EQ(
+        hvd_allreduce_async(names[k], ins[k]->dl(), outs[k]->dl(), HVD_OP_SUM, nullptr, &hs[k]),
+        HVD_OK);
   }
   for (int k = 0; k < 3; ++k) {
     ASSERT_EQ(Wait(hs[k]), HVD_OK) << hvd_last_error();
@@ -342,17 +354,20 @@ TEST(Errors, InvalidArgumentsAreStatusCodes) {
             HVD_ERR_INVALID_ARGUMENT);
   DLTensor bad = *a.dl();
   bad.dtype = {kDLComplex, 64, 1};
-  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hvd_last_error()).find("dtype"), std::string::npos);
   int64_t neg_shape[1] = {-3};
   bad = *a.dl();
   bad.shape = neg_shape;
-  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
   Tensor m(T::f32, {2, 2});
   int64_t strides[2] = {1, 2};
   bad = *m.dl();
   bad.strides = strides;
-  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h), HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hvd_allreduce_async("x", &bad, &bad, HVD_OP_SUM, nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hvd_last_error()).find("contiguous"), std::string::npos);
   hvd_op_options o = HVD_OP_OPTIONS_INIT;
   o.struct_size = 0;
@@ -504,8 +519,8 @@ TEST(Reducescatter, OddRowsSumAndAverage) {
       for (int64_t row = 0; row < my_rows; ++row) {
         for (int64_t c = 0; c < cols; ++c) {
           double sum = N() * (N() + 1) / 2.0 + N() * (first + row + c);
-          double e = op == HVD_OP_SUM ? sum
-                                      : (hvdtest::IsFloat(t) ? sum / N() : std::llround(sum / N()));
+          double e =
+              op == HVD_OP_SUM ? sum : (hvdtest::IsFloat(t) ? sum / N() : std::llround(sum / N()));
           EXPECT_NEAR(Tensor::Load(p + (row * cols + c) * hvdtest::Size(t), t), e, 1e-5) << name;
         }
       }
@@ -630,7 +645,9 @@ std::string CheckBeforeInit() {
 
 std::string g_before_init;
 
-TEST(Lifecycle, CallsBeforeInitFailCleanly) { EXPECT_EQ(g_before_init, ""); }
+TEST(Lifecycle, CallsBeforeInitFailCleanly) {
+  EXPECT_EQ(g_before_init, "");
+}
 
 }  // namespace
 
@@ -646,7 +663,8 @@ int main(int argc, char** argv) {
   if (hvd_shutdown() != HVD_OK) rc = 1;
   Tensor a(T::f32, {2}), ao(T::f32, {2});
   hvd_handle h;
-  if (hvd_allreduce_async("x", a.dl(), ao.dl(), HVD_OP_SUM, nullptr, &h) != HVD_ERR_NOT_INITIALIZED) {
+  if (hvd_allreduce_async("x", a.dl(), ao.dl(), HVD_OP_SUM, nullptr, &h) !=
+      HVD_ERR_NOT_INITIALIZED) {
     std::fprintf(stderr, "FAILED: allreduce after shutdown did not return NOT_INITIALIZED\n");
     rc = 1;
   }

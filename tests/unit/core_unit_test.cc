@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/autotune/bayesian_optimizer.h"
+#include "core/autotune/gaussian_process.h"
 #include "core/config.h"
 #include "core/fusion.h"
 #include "core/half.h"
@@ -222,6 +224,47 @@ TEST(Reduce, IntegersWrapAndScaleRoundsToNearest) {
   float f[2] = {1.0f, 3.0f};
   ScaleBuffer(f, 2, DataType::kFloat32, 0.5);
   EXPECT_EQ(f[1], 1.5f);
+}
+
+TEST(Autotune, GaussianProcessInterpolatesAndIsUncertainAway) {
+  Eigen::MatrixXd x(3, 1);
+  x << 0.1, 0.5, 0.9;
+  Eigen::VectorXd y(3);
+  y << 1.0, 3.0, 2.0;
+  GaussianProcess gp(0.25, 1e-6);
+  gp.Fit(x, y);
+  double m, sd;
+  Eigen::VectorXd q(1);
+  q << 0.5;
+  gp.Predict(q, &m, &sd);
+  EXPECT_NEAR(m, 3.0, 1e-3);
+  EXPECT_LT(sd, 1e-2);
+  q << 3.0;  // far from every sample: back to the prior
+  gp.Predict(q, &m, &sd);
+  EXPECT_NEAR(m, 2.0, 1e-3);
+  EXPECT_GT(sd, 0.5);
+}
+
+TEST(Autotune, ExpectedImprovementPrefersHighMeanAndUncertainty) {
+  EXPECT_GT(BayesianOptimizer::ExpectedImprovement(2.0, 0.1, 1.0, 0.0),
+            BayesianOptimizer::ExpectedImprovement(1.0, 0.1, 1.0, 0.0));
+  EXPECT_GT(BayesianOptimizer::ExpectedImprovement(1.0, 1.0, 1.0, 0.0),
+            BayesianOptimizer::ExpectedImprovement(1.0, 0.1, 1.0, 0.0));
+  EXPECT_EQ(BayesianOptimizer::ExpectedImprovement(5.0, 0.0, 1.0, 0.0), 0.0);
+}
+
+TEST(Autotune, OptimizerFindsTheMaximumOfASmoothFunction) {
+  // Peak at (0.7, 0.3); 20 evaluations as autotune makes.
+  auto f = [](const std::vector<double>& x) {
+    return -((x[0] - 0.7) * (x[0] - 0.7) + (x[1] - 0.3) * (x[1] - 0.3));
+  };
+  BayesianOptimizer bo(2, 0.01, 1e-4, 42u);
+  for (int i = 0; i < 20; ++i) {
+    auto x = bo.Next();
+    bo.AddSample(x, f(x));
+  }
+  auto best = bo.Best();
+  EXPECT_GT(f(best), -0.01) << best[0] << ", " << best[1];
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // hvd_bench: runs the fixed workloads of shared/bench/WORKLOADS.md through
 // hvd and, in the same launch, through raw MPI_Allreduce (when hvd runs on
-// the MPI backend), and prints one table on rank 0.
+// the MPI backend) or raw gloo::allreduce on a second Gloo context (when hvd
+// runs on Gloo under hvdrun), and prints one table on rank 0.
 //
-//   mpirun -np 2 hvd_bench [--workloads W1,W2,W2b,W3,W4] [--iters N]
+//   mpirun -np 2 hvd_bench / hvdrun -np 2 hvd_bench [--workloads W1,W2,W2b,W3,W4] [--iters N]
 //                          [--warmup N] [--csv FILE] [--shapes FILE]...
 //
 // One iteration of a workload: submit an async allreduce (SUM, float32) for
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -27,6 +29,10 @@
 
 #ifdef HVD_BENCH_HAVE_MPI
 #include <mpi.h>
+#endif
+
+#ifdef HVD_BENCH_HAVE_GLOO
+#include "tools/hvd_bench/gloo_raw.h"
 #endif
 
 #ifndef HVD_BENCH_SHAPES_DIR
@@ -432,10 +438,24 @@ int main(int argc, char** argv) {
 #else
   raw_note = "raw MPI baseline skipped: built without MPI";
 #endif
+#ifdef HVD_BENCH_HAVE_GLOO
+  std::unique_ptr<hvdbench::RawGloo> raw_gloo;
   if (on_gloo && !on_mpi) {
-    raw_note += "; raw Gloo baseline not implemented (a second Gloo context over hvd's "
-                "rendezvous), compare with WORKLOADS.md";
+    std::string why;
+    raw_gloo = hvdbench::RawGloo::Create(g_rank, g_size, 300.0, &why);
+    // Every rank must agree, or some would wait in Gloo calls for ever.
+    const int64_t missing =
+        HvdAllreduceInt64(raw_gloo ? 0 : 1, HVD_OP_MAX, "hvd_bench.raw_gloo");
+    if (missing) {
+      raw_gloo.reset();
+      raw_note = "raw Gloo baseline skipped: " + (why.empty() ? "failed on another rank" : why);
+    } else {
+      raw_note.clear();
+    }
   }
+#else
+  if (on_gloo && !on_mpi) raw_note += "; raw Gloo baseline skipped: built without Gloo";
+#endif
 
   std::vector<Row> rows;
   bool all_ok = true;
@@ -474,6 +494,39 @@ int main(int argc, char** argv) {
                           MPI_SUM, MPI_COMM_WORLD);
           },
           mpi_barrier);
+      one.busbw_gbs = BusBw(bytes, one.median_ms);
+      wl_rows.push_back(one);
+    }
+#endif
+#ifdef HVD_BENCH_HAVE_GLOO
+    if (raw_gloo) {
+      // Same bytes, same buffers; gloo::allreduce is blocking, so "per
+      // tensor" is one call after another, as raw MPI per tensor.
+      auto gloo_barrier = [&] { raw_gloo->Barrier(); };
+      auto gloo_call = [&](const float* in, float* out, int64_t n) {
+        try {
+          raw_gloo->AllreduceSum(in, out, static_cast<size_t>(n));
+        } catch (const std::exception& e) {
+          Die(std::string("raw gloo::allreduce: ") + e.what());
+        }
+      };
+      if (wl.counts.size() > 1) {
+        Row per{wl.name, "raw Gloo per tensor"};
+        per.median_ms = TimeIt(
+            wl, b, &per.ok,
+            [&] {
+              for (size_t i = 0; i < wl.counts.size(); ++i) {
+                gloo_call(b.in.data() + b.offset[i], b.out.data() + b.offset[i], wl.counts[i]);
+              }
+            },
+            gloo_barrier);
+        per.busbw_gbs = BusBw(bytes, per.median_ms);
+        wl_rows.push_back(per);
+      }
+      Row one{wl.name, wl.counts.size() > 1 ? "raw Gloo one call" : "raw Gloo"};
+      one.median_ms = TimeIt(
+          wl, b, &one.ok, [&] { gloo_call(b.in.data(), b.out.data(), wl.total()); },
+          gloo_barrier);
       one.busbw_gbs = BusBw(bytes, one.median_ms);
       wl_rows.push_back(one);
     }

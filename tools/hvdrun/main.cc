@@ -10,6 +10,8 @@
 #include "core/rendezvous/kv_server.h"
 #include "tools/hvdrun/check_build.h"
 #include "tools/hvdrun/command.h"
+#include "tools/hvdrun/elastic_discovery.h"
+#include "tools/hvdrun/elastic_driver.h"
 #include "tools/hvdrun/hosts.h"
 #include "tools/hvdrun/job_env.h"
 #include "tools/hvdrun/mpi_launch.h"
@@ -23,8 +25,6 @@ namespace hvd {
 namespace run {
 namespace {
 
-// How long ranks get between SIGTERM and SIGKILL when the job stops.
-constexpr double kGraceSeconds = 3.0;
 constexpr size_t kSecretBytes = 32;
 
 int Fail(const Status& s, int code = 1) {
@@ -72,12 +72,24 @@ int Main(int argc, char** argv) {
     s = ParseHostList(options.hosts, &hosts);
   } else if (!options.hostfile.empty()) {
     s = ParseHostfile(options.hostfile, &hosts);
+  } else if (!options.host_discovery_script.empty()) {
+    // Elastic: the first discovery decides where the store must be reachable.
+    s = DiscoverHosts(options.host_discovery_script, CurrentEnvironment(), 10.0, &hosts);
   } else {
-    hosts = {{"localhost", options.np}};
+    hosts = {{"localhost", options.np > 0 ? options.np : 1}};
   }
   if (!s.ok()) return Fail(s, 2);
   std::vector<RankPlacement> ranks;
-  s = PlaceRanks(options.np, hosts, &ranks);
+  if (options.elastic) {
+    // Every host that may get a worker, for the address choice below.
+    for (const auto& h : hosts) {
+      RankPlacement p;
+      p.host = h.name;
+      ranks.push_back(p);
+    }
+  } else {
+    s = PlaceRanks(options.np, hosts, &ranks);
+  }
   if (!s.ok()) return Fail(s, 2);
 
   if (options.mode == LaunchMode::kMpi) return ExecMpirun(options, ranks);
@@ -131,6 +143,19 @@ int Main(int argc, char** argv) {
   job.network_interface = options.network_interface;
   job.start_timeout_seconds = options.start_timeout_seconds;
   std::vector<std::string> environment = CurrentEnvironment();
+  if (options.elastic) {
+    ElasticJob ej;
+    ej.options = options;
+    ej.fixed_hosts = hosts;
+    ej.facts = job;
+    ej.secret = secret;
+    ej.shell = shell;
+    ej.cwd = CurrentDirectory();
+    ej.environment = environment;
+    int code = RunElasticJob(ej);
+    server.Stop();
+    return code;
+  }
   EnvList forwarded = ForwardedVariables(environment);
   std::string cwd = CurrentDirectory();
 
@@ -151,7 +176,7 @@ int Main(int argc, char** argv) {
     }
     launches.push_back(std::move(l));
   }
-  int code = RunJob(launches, kGraceSeconds, options.verbose);
+  int code = RunJob(launches, options.grace_seconds, options.verbose);
   server.Stop();
   return code;
 }

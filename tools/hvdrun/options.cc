@@ -1,5 +1,6 @@
 #include "tools/hvdrun/options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +19,27 @@ Status ParseInt(const std::string& flag, const std::string& text, int min, int m
                            std::to_string(max) + "], got '" + text + "'");
   }
   *out = static_cast<int>(v);
+  return Status::OK();
+}
+
+// Elastic mode: fills the defaults of --min-np/--max-np from -np and checks
+// that the hosts come from exactly one place.
+Status CheckElasticOptions(Options* o) {
+  if (o->mode == LaunchMode::kMpi) return Status::Invalid("elastic mode needs --gloo, not --mpi");
+  const bool fixed_hosts = !o->hosts.empty() || !o->hostfile.empty();
+  if (o->host_discovery_script.empty() && !fixed_hosts && o->np == 0) {
+    return Status::Invalid(
+        "elastic mode needs --host-discovery-script, or -H/--hostfile with --elastic");
+  }
+  if (!o->host_discovery_script.empty() && fixed_hosts) {
+    return Status::Invalid("--host-discovery-script and -H/--hostfile are mutually exclusive");
+  }
+  if (o->min_np == 0) o->min_np = o->np > 0 ? o->np : 1;
+  if (o->max_np == 0) o->max_np = o->np > 0 ? std::max(o->np, o->min_np) : (1 << 20);
+  if (o->max_np < o->min_np) {
+    return Status::Invalid("--max-np " + std::to_string(o->max_np) + " is below --min-np " +
+                           std::to_string(o->min_np));
+  }
   return Status::OK();
 }
 
@@ -85,6 +107,35 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
                                "'");
       }
       o.start_timeout_seconds = s;
+    } else if (arg == "--grace-period") {
+      HVD_RETURN_IF_ERROR(take(&v));
+      char* end = nullptr;
+      double s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !std::isfinite(s) || s < 0) {
+        return Status::Invalid("--grace-period expects a number of seconds >= 0, got '" + v + "'");
+      }
+      o.grace_seconds = s;
+    } else if (arg == "--elastic") {
+      o.elastic = true;
+    } else if (arg == "--min-np") {
+      HVD_RETURN_IF_ERROR(take(&v));
+      HVD_RETURN_IF_ERROR(ParseInt("--min-np", v, 1, 1 << 20, &o.min_np));
+      o.elastic = true;
+    } else if (arg == "--max-np") {
+      HVD_RETURN_IF_ERROR(take(&v));
+      HVD_RETURN_IF_ERROR(ParseInt("--max-np", v, 1, 1 << 20, &o.max_np));
+      o.elastic = true;
+    } else if (arg == "--host-discovery-script") {
+      HVD_RETURN_IF_ERROR(take(&o.host_discovery_script));
+      o.elastic = true;
+    } else if (arg == "--elastic-timeout" || arg == "--blacklist-cooldown") {
+      HVD_RETURN_IF_ERROR(take(&v));
+      char* end = nullptr;
+      double s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !std::isfinite(s) || s < 0) {
+        return Status::Invalid(arg + " expects a number of seconds >= 0, got '" + v + "'");
+      }
+      (arg == "--elastic-timeout" ? o.elastic_timeout_seconds : o.blacklist_cooldown_seconds) = s;
     } else if (arg == "--verbose" || arg == "-v") {
       o.verbose = true;
     } else if (arg == "--check-build") {
@@ -98,11 +149,12 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
   }
   o.command.assign(args.begin() + static_cast<long>(i), args.end());
   if (!o.help && !o.check_build) {
-    if (!np_given) return Status::Invalid("-np N is required (see hvdrun --help)");
+    if (!np_given && !o.elastic) return Status::Invalid("-np N is required (see hvdrun --help)");
     if (o.command.empty()) return Status::Invalid("no program to run (see hvdrun --help)");
     if (!o.hosts.empty() && !o.hostfile.empty()) {
       return Status::Invalid("-H and --hostfile are mutually exclusive");
     }
+    if (o.elastic) HVD_RETURN_IF_ERROR(CheckElasticOptions(&o));
   }
   *out = std::move(o);
   return Status::OK();
@@ -140,6 +192,21 @@ Options:
   --start-timeout S         Seconds each remote host gets to answer the
                             reachability check before the job starts; also
                             exported to ranks as HVD_START_TIMEOUT. Default 30.
+  --grace-period S          When a rank fails (or on SIGINT/SIGTERM) the other
+                            ranks get SIGTERM, then SIGKILL S seconds later;
+                            time to report the error or save a checkpoint.
+                            Default 3.
+Elastic training (docs/elastic.md): workers may die or join while the job runs.
+  --min-np N                Fewest workers the job runs with (default: -np, else 1).
+  --max-np N                Most workers started (default: -np, else no limit).
+  --host-discovery-script S Shell command printing the current hosts, one
+                            "host:slots" per line; run every second.
+  --elastic                 Elastic mode with the fixed hosts of -H/--hostfile
+                            (or localhost:-np).
+  --elastic-timeout S       How long to wait for hosts when fewer than --min-np
+                            workers are left before stopping the job. Default 600.
+  --blacklist-cooldown S    A host whose workers failed twice gets no workers for
+                            S seconds. Default 30.
   -v, --verbose             Print the hosts, the rendezvous address and every
                             command hvdrun starts.
   --check-build             Print the backends this build of hvd has and exit.

@@ -20,10 +20,19 @@ struct Options {
   int ssh_port = 0;         // 0: the remote shell's default
   std::string network_interface;
   double start_timeout_seconds = 30.0;
+  double grace_seconds = 3.0;  // SIGTERM -> SIGKILL when the job stops
   bool verbose = false;
   bool check_build = false;
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
+
+  // Elastic mode (docs/elastic.md): on when any of these flags is given.
+  bool elastic = false;
+  int min_np = 0;  // 0: -np if given, else 1
+  int max_np = 0;  // 0: -np if given, else no limit
+  std::string host_discovery_script;
+  double elastic_timeout_seconds = 600.0;
+  double blacklist_cooldown_seconds = 30.0;
 };
 
 // Parses argv[1..]. Errors are one line suitable for "hvdrun: <message>".

@@ -256,6 +256,28 @@ HVD_API int hvd_process_set_included(int32_t id);
 HVD_API hvd_status hvd_start_timeline(const char* path, int mark_cycles);
 HVD_API hvd_status hvd_stop_timeline(void);
 
+/* ---------------------------------------------------------------- elastic */
+/* Elastic training (docs/elastic.md): under `hvdrun --min-np A --max-np B
+ * --host-discovery-script S` (or --elastic) each worker has HVD_ELASTIC=1 and
+ * a stable HVD_WORKER_ID. hvd_init then takes rank and size from the
+ * launcher's newest *round* (waiting for it), and hvd_shutdown + hvd_init
+ * joins the next round after workers were lost or added. */
+
+/* 1 when this process runs as an elastic worker (HVD_ELASTIC=1), else 0. */
+HVD_API int hvd_elastic_enabled(void);
+
+/* The round this worker joined at its last successful hvd_init; -1 before
+ * the first one (or outside elastic mode). */
+HVD_API int64_t hvd_elastic_round(void);
+
+/* *updated = 1 when the launcher has published a round newer than the one
+ * this worker joined (hosts or workers were added or lost): the worker should
+ * reach a consistent point, hvd_shutdown and hvd_init to join it. Asks the
+ * rendezvous store, so call it once per commit, not per tensor. Outside
+ * elastic mode *updated = 0 and HVD_OK. HVD_ERR_NOT_INITIALIZED when no
+ * round was joined yet. */
+HVD_API hvd_status hvd_elastic_hosts_updated(int* updated);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,8 +10,10 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <utility>
@@ -22,6 +24,7 @@
 namespace hvd {
 
 using gloo_backend::GlooGuard;
+using gloo_backend::PeerAddress;
 using gloo_backend::ReduceFn;
 
 namespace {
@@ -65,26 +68,70 @@ void SetAllreduceOutput(Opts* opts, void* buf, size_t count, size_t elem) {
   }
 }
 
+std::string ThisHost() {
+  if (const char* h = std::getenv("HVD_HOSTNAME")) return h;
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown host";
+  return buf;
+}
+
+// After connectFullMesh: every rank publishes "world rank \n host \n its
+// Gloo address" and reads everyone else's. The address is what Gloo prints
+// in "Connection closed by peer <address>", which is how an error is mapped
+// back to a rank. Best effort: naming must never make a connect fail, so a
+// problem here only leaves the list empty.
+std::vector<PeerAddress> ExchangePeerAddresses(gloo::rendezvous::Store& store, gloo::Context& ctx,
+                                               int rank, int size, int world_rank) {
+  std::vector<PeerAddress> peers(size);
+  try {
+    const int other = rank == 0 ? 1 : 0;
+    const std::string mine =
+        std::to_string(world_rank) + "\n" + ThisHost() + "\n" + ctx.getPair(other)->address().str();
+    store.set("hvd_peer_" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
+    for (int r = 0; r < size; ++r) {
+      const std::vector<char> v = store.get("hvd_peer_" + std::to_string(r));
+      const std::string text(v.begin(), v.end());
+      const size_t a = text.find('\n');
+      const size_t b = a == std::string::npos ? a : text.find('\n', a + 1);
+      if (b == std::string::npos) return {};
+      peers[r].rank = std::atoi(text.substr(0, a).c_str());
+      peers[r].host = text.substr(a + 1, b - a - 1);
+      peers[r].address = text.substr(b + 1);
+    }
+  } catch (const std::exception&) {
+    return {};
+  }
+  return peers;
+}
+
 }  // namespace
 
 GlooComm::GlooComm(std::shared_ptr<const GlooShared> shared, std::string prefix, int rank, int size,
-                   std::shared_ptr<gloo::Context> context)
+                   std::shared_ptr<gloo::Context> context,
+                   std::vector<gloo_backend::PeerAddress> peers)
     : shared_(std::move(shared)),
       prefix_(std::move(prefix)),
       rank_(rank),
       size_(size),
-      context_(std::move(context)) {}
+      context_(std::move(context)),
+      peers_(std::move(peers)) {}
 
 GlooComm::~GlooComm() = default;
 
 Status GlooComm::Create(std::shared_ptr<const GlooShared> shared, const std::string& prefix,
                         int rank, int size, std::unique_ptr<GlooComm>* out) {
+  return Create(std::move(shared), prefix, rank, size, rank, out);
+}
+
+Status GlooComm::Create(std::shared_ptr<const GlooShared> shared, const std::string& prefix,
+                        int rank, int size, int world_rank, std::unique_ptr<GlooComm>* out) {
   if (size < 1 || rank < 0 || rank >= size) {
     return Status::Invalid("Gloo: invalid rank " + std::to_string(rank) + " of size " +
                            std::to_string(size));
   }
   if (!shared) return Status::Internal("Gloo: no shared state");
   std::shared_ptr<gloo::Context> context;
+  std::vector<PeerAddress> peers;
   if (size > 1) {
     if (!shared->device || !shared->store) {
       return Status::Internal("Gloo: a group of " + std::to_string(size) +
@@ -98,10 +145,12 @@ Status GlooComm::Create(std::shared_ptr<const GlooShared> shared, const std::str
       gloo::rendezvous::PrefixStore store(prefix, *shared->store);
       std::shared_ptr<gloo::transport::Device> device = shared->device;
       ctx->connectFullMesh(store, device);
+      peers = ExchangePeerAddresses(store, *ctx, rank, size, world_rank);
     }));
     context = std::move(ctx);
   }
-  *out = std::make_unique<GlooComm>(std::move(shared), prefix, rank, size, std::move(context));
+  *out = std::make_unique<GlooComm>(std::move(shared), prefix, rank, size, std::move(context),
+                                    std::move(peers));
   return Status::OK();
 }
 
@@ -111,7 +160,8 @@ Status GlooComm::Run(const char* op, const std::function<void()>& fn) {
                   std::string("Gloo ") + op +
                       ": communicator unusable after an earlier error: " + broken_.message());
   }
-  Status s = GlooGuard(op, "rank " + std::to_string(rank_) + " of " + std::to_string(size_), fn);
+  Status s = gloo_backend::NamePeer(
+      GlooGuard(op, "rank " + std::to_string(rank_) + " of " + std::to_string(size_), fn), peers_);
   if (!s.ok()) broken_ = s;
   return s;
 }
@@ -390,8 +440,10 @@ Status GlooComm::Split(const std::vector<int>& ranks, const std::string& tag,
   // Members meet under a store prefix derived from the parent's and the tag,
   // so nested splits and re-inits never reuse keys.
   std::unique_ptr<GlooComm> comm;
-  HVD_RETURN_IF_ERROR(
-      Create(shared_, prefix_ + "/split/" + tag, new_rank, static_cast<int>(ranks.size()), &comm));
+  // Errors in the subgroup should name world ranks, the ones users know.
+  const int world_rank = peers_.empty() ? rank_ : peers_[rank_].rank;
+  HVD_RETURN_IF_ERROR(Create(shared_, prefix_ + "/split/" + tag, new_rank,
+                             static_cast<int>(ranks.size()), world_rank, &comm));
   *out = std::move(comm);
   return Status::OK();
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backends/gloo/gloo_error.h"
 #include "core/comm.h"
 
 namespace gloo {
@@ -40,10 +41,15 @@ class GlooComm : public Comm {
   // equal on all its members. A group of one needs neither store nor device.
   static Status Create(std::shared_ptr<const GlooShared> shared, const std::string& prefix,
                        int rank, int size, std::unique_ptr<GlooComm>* out);
+  // Same, for a subgroup: `world_rank` is this process's rank in the world,
+  // which errors use to name ranks the way the user and hvdrun know them.
+  static Status Create(std::shared_ptr<const GlooShared> shared, const std::string& prefix,
+                       int rank, int size, int world_rank, std::unique_ptr<GlooComm>* out);
 
   // Use Create; public only so that std::make_unique can reach it.
   GlooComm(std::shared_ptr<const GlooShared> shared, std::string prefix, int rank, int size,
-           std::shared_ptr<gloo::Context> context);
+           std::shared_ptr<gloo::Context> context,
+           std::vector<gloo_backend::PeerAddress> peers = {});
   ~GlooComm() override;
 
   int rank() const override { return rank_; }
@@ -79,6 +85,9 @@ class GlooComm : public Comm {
   int rank_;
   int size_;
   std::shared_ptr<gloo::Context> context_;  // null when size_ == 1
+  // Per rank of this group: its world rank, host and Gloo address, so that
+  // a lost connection names the rank (see gloo_error.h). Empty if unknown.
+  std::vector<gloo_backend::PeerAddress> peers_;
   Status broken_;
 };
 

@@ -69,5 +69,37 @@ Status GlooGuard(const char* op, const std::string& where, const std::function<v
   }
 }
 
+const PeerAddress* FindPeer(const std::string& what, const std::vector<PeerAddress>& peers) {
+  for (const auto& p : peers) {
+    if (p.address.empty()) continue;
+    for (size_t at = what.find(p.address); at != std::string::npos;
+         at = what.find(p.address, at + 1)) {
+      const size_t end = at + p.address.size();
+      if (end == what.size() || !std::isdigit(static_cast<unsigned char>(what[end]))) return &p;
+    }
+  }
+  return nullptr;
+}
+
+Status NamePeer(const Status& s, const std::vector<PeerAddress>& peers) {
+  if (s.code() != Code::kPeerLost && s.code() != Code::kTimeout) return s;
+  const PeerAddress* p = FindPeer(s.message(), peers);
+  if (p == nullptr) return s;
+  const std::string who =
+      "rank " + std::to_string(p->rank) + " (host " + p->host + ", " + p->address + ")";
+  std::string m = s.message();
+  const std::string generic =
+      s.code() == Code::kPeerLost ? Describe(Code::kPeerLost) : Describe(Code::kTimeout);
+  const std::string named = s.code() == Code::kPeerLost ? "connection to " + who + " lost"
+                                                        : "timed out waiting for " + who;
+  const size_t at = m.find(generic);
+  if (at != std::string::npos) {
+    m.replace(at, generic.size(), named);
+  } else {
+    m += " [" + named + "]";
+  }
+  return Status(s.code(), std::move(m));
+}
+
 }  // namespace gloo_backend
 }  // namespace hvd

@@ -5,6 +5,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -30,6 +31,24 @@ Status GlooGuard(const char* op, const std::string& where, const std::function<v
 
 // Classification of a Gloo error message (exposed for tests).
 Code ClassifyGlooMessage(const std::string& what, bool io_error);
+
+// Where a peer of a Gloo communicator lives, learned at connect time, so an
+// error that only carries a socket address ("Connection closed by peer
+// [10.0.0.2]:4711") can name the rank that was lost.
+struct PeerAddress {
+  int rank = -1;        // the rank hvdrun and the user know (world rank)
+  std::string host;     // HVD_HOSTNAME or gethostname() of that rank
+  std::string address;  // Gloo's text for its listening address, "[ip]:port"
+};
+
+// The peer whose address occurs in `what` (not followed by another digit,
+// so "[ip]:12" does not match "[ip]:123"), or null.
+const PeerAddress* FindPeer(const std::string& what, const std::vector<PeerAddress>& peers);
+
+// Rewrites a kPeerLost/kTimeout status from GlooGuard to name the peer
+// found in its message: "connection to a peer lost" becomes "connection to
+// rank 1 (host node2, [10.0.0.2]:4711) lost". Other statuses pass unchanged.
+Status NamePeer(const Status& s, const std::vector<PeerAddress>& peers);
 
 }  // namespace gloo_backend
 }  // namespace hvd

@@ -16,6 +16,7 @@
 #include "core/backends/gloo/gloo_comm.h"
 #include "core/backends/gloo/gloo_error.h"
 #include "core/backends/gloo/gloo_store.h"
+#include "core/elastic.h"
 #include "core/rendezvous/kv_client.h"
 
 namespace hvd {
@@ -126,9 +127,15 @@ Status CreateGlooWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
 
   int rank = 0, size = 1;
   bool found = false;
-  HVD_RETURN_IF_ERROR(RankAndSize(&rank, &size, &found));
+  const bool elastic_mode = elastic::Enabled();
+  if (!elastic_mode) HVD_RETURN_IF_ERROR(RankAndSize(&rank, &size, &found));
 
   if (!LaunchedByEnv()) {
+    if (elastic_mode) {
+      return Status::Invalid(
+          "Gloo: HVD_ELASTIC=1 needs hvdrun's rendezvous server (start the job "
+          "with hvdrun --min-np/--max-np or --elastic)");
+    }
     if (size > 1) {
       return Status::Invalid("Gloo: " + std::to_string(size) +
                              " ranks need hvdrun's rendezvous server, but "
@@ -139,12 +146,23 @@ Status CreateGlooWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
     *out = std::move(comm);
     return Status::OK();
   }
-  if (!found) {
+  if (!found && !elastic_mode) {
     return Status::Invalid("Gloo: HVD_RENDEZVOUS_ADDR is set but HVD_RANK/HVD_SIZE are not");
   }
 
   std::unique_ptr<KVClient> client;
   HVD_RETURN_IF_ERROR(KVClient::ConnectFromEnvironment(seconds, &client));
+  // Elastic: rank and size come from the launcher's newest round, and the
+  // world's keys live under that round, so a world never mixes members of
+  // two rounds (a dead worker's stale keys cannot be picked up).
+  std::string round_part;
+  if (elastic_mode) {
+    elastic::Assignment a;
+    HVD_RETURN_IF_ERROR(elastic::JoinNextRound(client.get(), &a));
+    rank = a.rank;
+    size = a.size;
+    round_part = "elastic/round" + std::to_string(a.round) + "/";
+  }
   auto store = std::make_shared<gloo_backend::KVStore>(std::move(client), shared->timeout);
 
   // Every init of the job needs fresh keys (hvd_shutdown + hvd_init reuses
@@ -152,7 +170,8 @@ Status CreateGlooWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
   // add before any rank can finish that init and start the next, so
   // (count-1)/size is the same generation number on every rank.
   const char* job = GetEnv("RENDEZVOUS_PREFIX");
-  const std::string base = std::string("hvd/gloo/") + (job ? std::string(job) + "/" : "");
+  const std::string base =
+      std::string("hvd/gloo/") + (job ? std::string(job) + "/" : "") + round_part;
   int64_t count = 0;
   HVD_RETURN_IF_ERROR(store->Add(base + "init_count", 1, &count));
   const int64_t generation = (count - 1) / size;

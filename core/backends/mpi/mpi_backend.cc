@@ -55,7 +55,8 @@ Status CreateMpiWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
   MPI_Comm base = MPI_COMM_WORLD;
   if (args.use_mpi_comm) {
     base = MPI_Comm_f2c(static_cast<MPI_Fint>(args.mpi_comm));
-    if (base == MPI_COMM_NULL) return Status::Invalid("hvd_init_mpi_comm: the communicator is null");
+    if (base == MPI_COMM_NULL)
+      return Status::Invalid("hvd_init_mpi_comm: the communicator is null");
   }
   MPI_Comm dup = MPI_COMM_NULL;
   if (MPI_Comm_dup(base, &dup) != MPI_SUCCESS) {
@@ -67,7 +68,9 @@ Status CreateMpiWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
 
 }  // namespace
 
-bool MpiThreadsSupported() { return g_thread_level == MPI_THREAD_MULTIPLE; }
+bool MpiThreadsSupported() {
+  return g_thread_level == MPI_THREAD_MULTIPLE;
+}
 
 BackendEntry MpiBackendEntry() {
   return BackendEntry{"mpi", BackendChoice::kMpi, LaunchedByMpi, CreateMpiWorld};

@@ -22,12 +22,15 @@ class MpiComm : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* backend_name() const override { return "MPI"; }
+  void SetAllreduceChunkBytes(int64_t bytes) override { chunk_bytes_ = bytes; }
+  int64_t fusion_solo_bytes() const override { return chunk_bytes_ / 4; }
 
   Status AllreduceBits(uint64_t* words, size_t n, BitOp op) override;
   Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override;
   Status BroadcastBytes(std::string* bytes, int root) override;
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
+  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,

@@ -20,10 +20,8 @@ void CreateHalfOps() {
       {Reduce16<DataType::kFloat16, ReduceOp::kSum>, Reduce16<DataType::kFloat16, ReduceOp::kSum>,
        Reduce16<DataType::kFloat16, ReduceOp::kMin>, Reduce16<DataType::kFloat16, ReduceOp::kMax>,
        Reduce16<DataType::kFloat16, ReduceOp::kProduct>},
-      {Reduce16<DataType::kBFloat16, ReduceOp::kSum>,
-       Reduce16<DataType::kBFloat16, ReduceOp::kSum>,
-       Reduce16<DataType::kBFloat16, ReduceOp::kMin>,
-       Reduce16<DataType::kBFloat16, ReduceOp::kMax>,
+      {Reduce16<DataType::kBFloat16, ReduceOp::kSum>, Reduce16<DataType::kBFloat16, ReduceOp::kSum>,
+       Reduce16<DataType::kBFloat16, ReduceOp::kMin>, Reduce16<DataType::kBFloat16, ReduceOp::kMax>,
        Reduce16<DataType::kBFloat16, ReduceOp::kProduct>}};
   for (int t = 0; t < 2; ++t) {
     for (int o = 0; o < 5; ++o) MPI_Op_create(fns[t][o], /*commute=*/1, &g_half_ops[t][o]);

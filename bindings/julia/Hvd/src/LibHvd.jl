@@ -323,4 +323,19 @@ function hvd_stop_timeline()
     ccall((:hvd_stop_timeline, libhvd), hvd_status, ())
 end
 
+"C: `int hvd_elastic_enabled(void)`"
+function hvd_elastic_enabled()
+    ccall((:hvd_elastic_enabled, libhvd), Cint, ())
+end
+
+"C: `int64_t hvd_elastic_round(void)`"
+function hvd_elastic_round()
+    ccall((:hvd_elastic_round, libhvd), Int64, ())
+end
+
+"C: `hvd_status hvd_elastic_hosts_updated(int* updated)`"
+function hvd_elastic_hosts_updated(updated)
+    ccall((:hvd_elastic_hosts_updated, libhvd), hvd_status, (Ptr{Cint},), updated)
+end
+
 end # module

@@ -1,0 +1,84 @@
+// The NCCL backend: data collectives on CUDA memory, queued on hvd's stream.
+// NCCL only moves data; negotiation (AllreduceBits, GatherBytes,
+// BroadcastBytes) goes to the host controller Comm the set already has.
+//
+// Every data call waits for its stream by polling cudaStreamQuery and
+// ncclCommGetAsyncError with a timeout: a peer that dies mid-collective
+// becomes Code::kPeerLost (NCCL remote/system error) or Code::kTimeout and
+// the communicator is aborted, instead of a hang in cudaStreamSynchronize.
+#pragma once
+
+#include <nccl.h>
+
+#include "core/backends/cuda/cuda_util.h"
+#include "core/comm.h"
+
+namespace hvd {
+
+// NCCL's result as a Status (kOk / kPeerLost / kBackend).
+Status NcclStatus(ncclResult_t r, const char* what);
+
+class NcclComm : public Comm {
+ public:
+  // Collective over `ctrl`'s ranks: its rank 0 makes the unique id and sends
+  // it with ctrl->BroadcastBytes, then every rank joins with
+  // ncclCommInitRank on the current CUDA device. `ctrl` and `stream` must
+  // outlive the result. timeout_s <= 0: waits have no time limit.
+  static Status Create(Comm* ctrl, const CudaStream* stream, double timeout_s,
+                       std::unique_ptr<NcclComm>* out);
+  ~NcclComm() override;
+
+ private:
+  struct Key {  // only Create constructs (make_unique needs a public constructor)
+    explicit Key() = default;
+  };
+
+ public:
+  NcclComm(Key, Comm* ctrl, const CudaStream* stream, double timeout_s)
+      : ctrl_(ctrl), stream_(stream), timeout_s_(timeout_s) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend_name() const override { return "NCCL"; }
+  bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
+
+  Status AllreduceBits(uint64_t* w, size_t n, BitOp op) override {
+    return ctrl_->AllreduceBits(w, n, op);
+  }
+  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override {
+    return ctrl_->GatherBytes(mine, root, all);
+  }
+  Status BroadcastBytes(std::string* bytes, int root) override {
+    return ctrl_->BroadcastBytes(bytes, root);
+  }
+
+  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  Status Broadcast(void* buf, int64_t bytes, int root) override;
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override;
+  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
+                       ReduceOp op) override;
+  Status Barrier() override;
+  Status Split(const std::vector<int>&, const std::string&, std::unique_ptr<Comm>*) override {
+    return Status::Unsupported("NCCL communicators are created per process set, not split");
+  }
+
+ private:
+  // Turns a failed NCCL call or wait into a Status and aborts the
+  // communicator (no later call can succeed on it anyway).
+  Status Check(ncclResult_t r, const char* what);
+  // Waits for everything queued on the stream, watching for async errors.
+  Status Sync();
+  static Status AbortCheck(void* self);
+
+  Comm* ctrl_;
+  const CudaStream* stream_;
+  double timeout_s_;
+  ncclComm_t comm_ = nullptr;
+  bool aborted_ = false;
+  int rank_ = 0, size_ = 1;
+  DeviceBuffer barrier_buf_;
+};
+
+}  // namespace hvd

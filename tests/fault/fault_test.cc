@@ -1,0 +1,199 @@
+// Fail-fast checks of the C API, run by check_fault.sh under hvdrun or
+// mpirun with 2 ranks:
+//
+//   fault_test kill      rank 1 SIGKILLs itself in the middle of a loop of
+//                        allreduces; rank 0 reports how its pending and later
+//                        operations end (status, time, message).
+//   fault_test shutdown  rank 1 calls hvd_shutdown while rank 0 waits in an
+//                        allreduce; rank 0 must get HVD_ERR_SHUT_DOWN naming
+//                        rank 1, and so must its later operations.
+//
+// Reports are single lines "FT <key>=<value> ..." written with write(2) so
+// they leave the process at once: hvdrun stops the job a few seconds after
+// the first failure, and stdio buffers would die with the process.
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hvd/hvd.h"
+
+namespace {
+
+constexpr int kKillAtIteration = 20;
+constexpr int64_t kCount = 1 << 14;
+
+void Say(const std::string& line) {
+  const std::string l = line + "\n";
+  ssize_t off = 0;
+  while (off < static_cast<ssize_t>(l.size())) {
+    ssize_t n = ::write(1, l.data() + off, l.size() - off);
+    if (n <= 0) return;
+    off += n;
+  }
+}
+
+// Wall clock in ms: rank 1 prints it just before dying, rank 0 when it sees
+// the error, and check_fault.sh subtracts (both ranks run on one host).
+int64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+std::string Str(hvd_status s) {
+  std::string full = hvd_status_string(s);
+  return full.substr(0, full.find(':'));
+}
+
+// Keeps a float tensor and its DLPack view together.
+struct Buf {
+  explicit Buf(int64_t n, float v) : data(static_cast<size_t>(n), v), shape{n} {
+    dl.data = data.data();
+    dl.device = {kDLCPU, 0};
+    dl.ndim = 1;
+    dl.dtype = {kDLFloat, 32, 1};
+    dl.shape = shape;
+    dl.strides = nullptr;
+    dl.byte_offset = 0;
+  }
+  std::vector<float> data;
+  int64_t shape[1];
+  DLTensor dl{};
+};
+
+void Report(const char* which, hvd_status s, int64_t t0) {
+  Say("FT rank=" + std::to_string(hvd_rank()) + " op=" + which + " status=" + Str(s) +
+      " at_ms=" + std::to_string(NowMs()) + " elapsed_ms=" + std::to_string(NowMs() - t0) +
+      " message=" + hvd_last_error());
+}
+
+// hvdrun sends SIGTERM to the survivors as soon as one rank fails, and
+// SIGKILL after its grace period. Surviving that SIGTERM is what lets this
+// program report what hvd told it; a training script would rather
+// checkpoint here.
+void IgnoreTerm() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = [](int) {
+    static const char kMsg[] = "FT got SIGTERM from the launcher\n";
+    ssize_t r = ::write(1, kMsg, sizeof(kMsg) - 1);
+    (void)r;
+  };
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int Kill() {
+  IgnoreTerm();
+  const int rank = hvd_rank();
+  Buf a(kCount, 1.0f), b(kCount, 2.0f);
+  int64_t last_ok = NowMs();
+  for (int it = 0; it < 100000; ++it) {
+    if (rank == 1 && it == kKillAtIteration) {
+      Say("FT rank=1 killing itself at_ms=" + std::to_string(NowMs()));
+      raise(SIGKILL);
+    }
+    // Two operations in flight: one is waited on, the other is "pending"
+    // when the peer dies; both must end with the error.
+    hvd_handle ha = 0, hb = 0;
+    hvd_status sa = hvd_allreduce_async("ft.a", &a.dl, &a.dl, HVD_OP_SUM, nullptr, &ha);
+    hvd_status sb =
+        sa == HVD_OK ? hvd_allreduce_async("ft.b", &b.dl, &b.dl, HVD_OP_SUM, nullptr, &hb) : sa;
+    if (sa != HVD_OK || sb != HVD_OK) {
+      Report("submit", sa != HVD_OK ? sa : sb, last_ok);
+      return 1;  // a submit error before any wait failed: unexpected here
+    }
+    hvd_status wa = hvd_wait(ha, 60000);
+    hvd_status wb = hvd_wait(hb, 60000);
+    hvd_release(ha);
+    hvd_release(hb);
+    if (wa == HVD_OK && wb == HVD_OK) {
+      last_ok = NowMs();
+      for (auto* buf : {&a, &b}) {  // keep values small and exact
+        std::fill(buf->data.begin(), buf->data.end(), buf == &a ? 1.0f : 2.0f);
+      }
+      continue;
+    }
+    Report("waited", wa, last_ok);
+    Report("pending", wb, last_ok);
+    // A later operation must fail too, and fast: at submit or at wait.
+    const int64_t t1 = NowMs();
+    hvd_handle hc = 0;
+    hvd_status sc = hvd_allreduce_async("ft.c", &a.dl, &a.dl, HVD_OP_SUM, nullptr, &hc);
+    if (sc == HVD_OK) {
+      sc = hvd_wait(hc, 10000);
+      hvd_release(hc);
+    }
+    Report("later", sc, t1);
+    const bool lost = wa == HVD_ERR_PEER_LOST && wb == HVD_ERR_PEER_LOST && sc == HVD_ERR_PEER_LOST;
+    Say(std::string("FT rank=0 verdict=") + (lost ? "peer-lost" : "unexpected"));
+    hvd_shutdown();
+    return lost ? 0 : 1;
+  }
+  Say("FT rank=" + std::to_string(rank) + " loop ended without an error");
+  return 1;
+}
+
+int Shutdown() {
+  const int rank = hvd_rank();
+  Buf a(16, 1.0f);
+  hvd_handle h = 0;
+  // One good collective first, so both ranks are past init and in step.
+  if (hvd_allreduce_async("sd.warm", &a.dl, &a.dl, HVD_OP_SUM, nullptr, &h) != HVD_OK ||
+      hvd_wait(h, 60000) != HVD_OK) {
+    Say(std::string("FT warm-up failed: ") + hvd_last_error());
+    return 1;
+  }
+  hvd_release(h);
+  if (rank != 0) {
+    usleep(300 * 1000);  // let rank 0 block in its allreduce
+    hvd_status s = hvd_shutdown();
+    Say("FT rank=" + std::to_string(rank) + " shutdown status=" + Str(s));
+    return s == HVD_OK ? 0 : 1;
+  }
+  const int64_t t0 = NowMs();
+  hvd_status w = hvd_allreduce_async("sd.blocked", &a.dl, &a.dl, HVD_OP_SUM, nullptr, &h);
+  if (w == HVD_OK) {
+    w = hvd_wait(h, 30000);
+    hvd_release(h);
+  }
+  Report("waited", w, t0);
+  const std::string msg = hvd_last_error();
+  hvd_status later = hvd_allreduce_async("sd.later", &a.dl, &a.dl, HVD_OP_SUM, nullptr, &h);
+  if (later == HVD_OK) {
+    later = hvd_wait(h, 10000);
+    hvd_release(h);
+  }
+  Report("later", later, t0);
+  const std::string later_msg = hvd_last_error();
+  hvd_shutdown();
+  const bool named = msg.find("shut down by rank 1") != std::string::npos;
+  const bool ok = w == HVD_ERR_SHUT_DOWN && named && later == HVD_ERR_SHUT_DOWN;
+  Say(std::string("FT rank=0 verdict=") + (ok ? "shut-down-by-rank-1" : "unexpected"));
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode != "kill" && mode != "shutdown") {
+    std::fprintf(stderr, "usage: fault_test kill|shutdown\n");
+    return 2;
+  }
+  if (hvd_init() != HVD_OK) {
+    std::fprintf(stderr, "hvd_init: %s\n", hvd_last_error());
+    return 1;
+  }
+  if (hvd_size() != 2) {
+    std::fprintf(stderr, "fault_test needs exactly 2 ranks\n");
+    hvd_shutdown();
+    return 2;
+  }
+  return mode == "kill" ? Kill() : Shutdown();
+}

@@ -1,0 +1,249 @@
+// Every collective on CUDA tensors, exact results, under any launcher:
+// 1 rank (NCCL) or N ranks sharing GPU 0 through host staging
+// (HVD_GPU_OPERATIONS=mpi). Exits 77 (ctest SKIP) when no CUDA device is
+// usable, so CI machines without GPUs report the reason instead of a failure.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <hvd/hvd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/mp/test_tensor.h"
+
+using hvdtest::T;
+
+namespace {
+
+#define CU(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+#define HVD(expr) ASSERT_EQ((expr), HVD_OK) << #expr << ": " << hvd_last_error()
+
+// A host tensor (values as doubles, see test_tensor.h) with a device twin.
+class GpuTensor {
+ public:
+  GpuTensor(T t, std::vector<int64_t> shape) : host_(t, shape), shape_(std::move(shape)) {
+    const size_t bytes = static_cast<size_t>(host_.n()) * hvdtest::Size(t) + 1;
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) == cudaSuccess) dev_.reset(p);
+    dl_ = *host_.dl();
+    dl_.data = dev_.get();
+    dl_.device = {kDLCUDA, 0};
+    dl_.shape = shape_.data();
+  }
+  hvdtest::Tensor& host() { return host_; }
+  DLTensor* dl() { return &dl_; }
+  void Upload() {
+    cudaMemcpy(dev_.get(), host_.dl()->data,
+               static_cast<size_t>(host_.n()) * hvdtest::Size(host_.type()),
+               cudaMemcpyHostToDevice);
+  }
+  void Download() {
+    cudaMemcpy(host_.dl()->data, dev_.get(),
+               static_cast<size_t>(host_.n()) * hvdtest::Size(host_.type()),
+               cudaMemcpyDeviceToHost);
+  }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { cudaFree(p); }
+  };
+  hvdtest::Tensor host_;
+  std::vector<int64_t> shape_;
+  std::unique_ptr<void, Free> dev_;
+  DLTensor dl_{};
+};
+
+// Copies a device result (hvd_result) to the host as doubles.
+std::vector<double> ReadResult(const DLTensor& r, T t) {
+  int64_t n = 1;
+  for (int i = 0; i < r.ndim; ++i) n *= r.shape[i];
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * hvdtest::Size(t) + 1);
+  cudaMemcpy(bytes.data(), static_cast<const uint8_t*>(r.data) + r.byte_offset,
+             static_cast<size_t>(n) * hvdtest::Size(t), cudaMemcpyDeviceToHost);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = hvdtest::Tensor::Load(bytes.data() + i * hvdtest::Size(t), t);
+  return v;
+}
+
+int R() {
+  return hvd_rank();
+}
+int N() {
+  return hvd_size();
+}
+
+TEST(Gpu, AllreduceSumAverageEveryType) {
+  for (T t : hvdtest::AllTypes()) {
+    for (hvd_reduce_op op : {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MIN, HVD_OP_MAX}) {
+      GpuTensor x(t, {5, 3});
+      for (int64_t i = 0; i < x.host().n(); ++i) x.host().Set(i, (R() + 1) * (i % 7));
+      x.Upload();
+      hvd_handle h = 0;
+      const std::string name = std::string("ar.") + hvdtest::Name(t) + "." + std::to_string(op);
+      HVD(hvd_allreduce_async(name.c_str(), x.dl(), x.dl(), op, nullptr, &h));
+      HVD(hvd_wait(h, -1));
+      HVD(hvd_release(h));
+      x.Download();
+      const double tri = N() * (N() + 1) / 2.0;
+      for (int64_t i = 0; i < x.host().n(); ++i) {
+        const double v = static_cast<double>(i % 7);
+        double want = op == HVD_OP_SUM   ? tri * v
+                      : op == HVD_OP_MIN ? v
+                      : op == HVD_OP_MAX ? N() * v
+                                         : tri * v / N();
+        if (!hvdtest::IsFloat(t)) want = static_cast<double>(std::llround(want));
+        ASSERT_NEAR(x.host().Get(i), want, hvdtest::IsHalf(t) ? 0.07 * want + 1e-3 : 1e-9)
+            << hvdtest::Name(t) << " op " << op << " [" << i << "]";
+      }
+    }
+  }
+}
+
+TEST(Gpu, AllreduceStreamAndScale) {
+  cudaStream_t s = nullptr;
+  CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  GpuTensor x(T::f32, {1000});
+  for (int64_t i = 0; i < 1000; ++i) x.host().Set(i, i);
+  // Produced on the caller's stream: hvd must wait for this copy.
+  CU(cudaMemcpyAsync(x.dl()->data, x.host().dl()->data, 4000, cudaMemcpyHostToDevice, s));
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.cuda_stream = s;
+  o.prescale_factor = 2.0;
+  o.postscale_factor = 0.5;
+  hvd_handle h = 0;
+  HVD(hvd_allreduce_async("ar.stream", x.dl(), x.dl(), HVD_OP_SUM, &o, &h));
+  HVD(hvd_wait(h, -1));
+  HVD(hvd_release(h));
+  x.Download();
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(x.host().Get(i), static_cast<double>(N() * i));
+  cudaStreamDestroy(s);
+}
+
+TEST(Gpu, GroupedAllreduceIsFused) {
+  std::vector<std::unique_ptr<GpuTensor>> ts;
+  std::vector<DLTensor*> dls;
+  for (int k = 0; k < 10; ++k) {
+    ts.push_back(std::make_unique<GpuTensor>(T::f32, std::vector<int64_t>{k + 1}));
+    for (int64_t i = 0; i <= k; ++i) ts.back()->host().Set(i, k * 100 + i + R());
+    ts.back()->Upload();
+    dls.push_back(ts.back()->dl());
+  }
+  hvd_handle h = 0;
+  HVD(hvd_grouped_allreduce_async(nullptr, dls.data(), dls.data(), 10, HVD_OP_AVERAGE, nullptr,
+                                  &h));
+  HVD(hvd_wait(h, -1));
+  HVD(hvd_release(h));
+  for (int k = 0; k < 10; ++k) {
+    ts[k]->Download();
+    for (int64_t i = 0; i <= k; ++i) {
+      ASSERT_DOUBLE_EQ(ts[k]->host().Get(i), k * 100 + i + (N() - 1) / 2.0) << k << "," << i;
+    }
+  }
+}
+
+TEST(Gpu, AllgatherUnevenRows) {
+  GpuTensor x(T::i32, {R() + 1, 2});
+  for (int64_t i = 0; i < x.host().n(); ++i) x.host().Set(i, R() * 1000 + i);
+  x.Upload();
+  hvd_handle h = 0;
+  HVD(hvd_allgather_async("ag", x.dl(), nullptr, &h));
+  HVD(hvd_wait(h, -1));
+  DLTensor r{};
+  HVD(hvd_result(h, &r));
+  ASSERT_EQ(r.device.device_type, kDLCUDA);
+  std::vector<double> got = ReadResult(r, T::i32);
+  size_t k = 0;
+  for (int rank = 0; rank < N(); ++rank) {
+    for (int64_t i = 0; i < (rank + 1) * 2; ++i) ASSERT_EQ(got[k++], rank * 1000 + i);
+  }
+  ASSERT_EQ(k, got.size());
+  HVD(hvd_release(h));
+}
+
+TEST(Gpu, Broadcast) {
+  GpuTensor x(T::f64, {17});
+  for (int64_t i = 0; i < 17; ++i) x.host().Set(i, R() == 0 ? i * 1.5 : -1);
+  x.Upload();
+  hvd_handle h = 0;
+  HVD(hvd_broadcast_async("bc", x.dl(), 0, nullptr, &h));
+  HVD(hvd_wait(h, -1));
+  HVD(hvd_release(h));
+  x.Download();
+  for (int64_t i = 0; i < 17; ++i) ASSERT_EQ(x.host().Get(i), i * 1.5);
+}
+
+TEST(Gpu, Alltoall) {
+  // Rank r sends (d + 1) rows to rank d; each row is r * 100 + d.
+  std::vector<int32_t> splits(static_cast<size_t>(N()));
+  int64_t rows = 0;
+  for (int d = 0; d < N(); ++d) rows += (splits[d] = d + 1);
+  GpuTensor x(T::i64, {rows});
+  int64_t k = 0;
+  for (int d = 0; d < N(); ++d) {
+    for (int j = 0; j <= d; ++j) x.host().Set(k++, R() * 100 + d);
+  }
+  x.Upload();
+  hvd_handle h = 0;
+  HVD(hvd_alltoall_async("a2a", x.dl(), splits.data(), N(), nullptr, &h));
+  HVD(hvd_wait(h, -1));
+  DLTensor r{};
+  HVD(hvd_result(h, &r));
+  std::vector<double> got = ReadResult(r, T::i64);
+  ASSERT_EQ(got.size(), static_cast<size_t>(N() * (R() + 1)));
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], static_cast<double>(static_cast<int>(i) / (R() + 1) * 100 + R()));
+  }
+  HVD(hvd_release(h));
+}
+
+TEST(Gpu, ReducescatterUneven) {
+  const int64_t dim0 = 2 * N() + 1;  // uneven: rank 0 gets one more row
+  GpuTensor x(T::f32, {dim0, 3});
+  for (int64_t i = 0; i < x.host().n(); ++i) x.host().Set(i, i + R());
+  x.Upload();
+  hvd_handle h = 0;
+  HVD(hvd_reducescatter_async("rs", x.dl(), HVD_OP_SUM, nullptr, &h));
+  HVD(hvd_wait(h, -1));
+  DLTensor r{};
+  HVD(hvd_result(h, &r));
+  std::vector<double> got = ReadResult(r, T::f32);
+  int64_t first_row = 0;
+  for (int k = 0; k < R(); ++k) first_row += dim0 / N() + (k < dim0 % N() ? 1 : 0);
+  const int64_t my_rows = dim0 / N() + (R() < dim0 % N() ? 1 : 0);
+  ASSERT_EQ(got.size(), static_cast<size_t>(my_rows * 3));
+  const double ranks_sum = N() * (N() - 1) / 2.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i],
+              N() * static_cast<double>(first_row * 3 + static_cast<int64_t>(i)) + ranks_sum);
+  }
+  HVD(hvd_release(h));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no CUDA device (%s)\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0");
+    return 77;
+  }
+  if (!hvd_cuda_built()) {
+    std::printf("SKIP: libhvd was built without CUDA\n");
+    return 77;
+  }
+  cudaSetDevice(0);  // every rank shares GPU 0 in the staging tests
+  ::testing::InitGoogleTest(&argc, argv);
+  if (hvd_init() != HVD_OK) {
+    std::fprintf(stderr, "hvd_init: %s\n", hvd_last_error());
+    return 1;
+  }
+  const int rc = RUN_ALL_TESTS();
+  hvd_shutdown();
+  return rc;
+}
