@@ -35,13 +35,15 @@ namespace {
 
 bool Fusable(const Response& r) {
   return r.error_code == Code::kOk &&
-         (r.type == OpType::kAllreduce || r.type == OpType::kAllgather) && r.names.size() == 1;
+         (r.type == OpType::kAllreduce || r.type == OpType::kAllgather ||
+          r.type == OpType::kReducescatter) &&
+         r.names.size() == 1;
 }
 
 using Key = std::tuple<int, int, int, int, int, double, double>;
 
 Key FusionKey(const Response& r) {
-  bool reduces = r.type == OpType::kAllreduce;
+  bool reduces = r.type == OpType::kAllreduce || r.type == OpType::kReducescatter;
   return Key(static_cast<int>(r.type), static_cast<int>(r.dtype),
              reduces ? static_cast<int>(r.reduce_op) : 0, static_cast<int>(r.device.kind),
              r.device.id, reduces ? r.prescale : 1.0, reduces ? r.postscale : 1.0);

@@ -267,6 +267,9 @@ void Runtime::Loop() {
   bool stop = false;
   while (!stop) {
     queue_.WaitForWork(last + CycleDuration());
+    if (queue_.HasRequests()) {
+      queue_.WaitForBurstEnd(std::chrono::microseconds(10), std::chrono::microseconds(300));
+    }
     last = Clock::now();
     if (timeline_.active()) timeline_.MarkCycleStart();
     const bool shutdown = shutdown_requested_.load();

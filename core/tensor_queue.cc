@@ -1,5 +1,7 @@
 #include "core/tensor_queue.h"
 
+#include <thread>
+
 namespace hvd {
 
 Status TensorQueue::Add(std::vector<TensorEntry> entries) {
@@ -26,6 +28,7 @@ Status TensorQueue::Add(std::vector<TensorEntry> entries) {
       std::string name = e.request.name;
       entries_[set].emplace(std::move(name), std::move(e));
       ++new_requests_;
+      submitted_.fetch_add(1, std::memory_order_relaxed);
     }
   }
   cv_.notify_one();
@@ -57,6 +60,23 @@ void TensorQueue::WaitForWork(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_until(lock, deadline, [this] { return new_requests_ > 0 || wake_; });
   wake_ = false;
+}
+
+void TensorQueue::WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
+                                  std::chrono::steady_clock::duration max_wait) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto last_change = start;
+  uint64_t seen = submitted_.load(std::memory_order_relaxed);
+  for (auto now = start; now - last_change < quiet && now - start < max_wait; now = Clock::now()) {
+    // Yield rather than spin: the submitting thread may need this core.
+    std::this_thread::yield();
+    const uint64_t c = submitted_.load(std::memory_order_relaxed);
+    if (c != seen) {
+      seen = c;
+      last_change = Clock::now();
+    }
+  }
 }
 
 void TensorQueue::Wake() {

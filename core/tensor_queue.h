@@ -3,6 +3,7 @@
 // negotiation. One mutex; the background thread sleeps on its condition.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -27,6 +28,11 @@ class TensorQueue {
   bool Take(int32_t set, const std::string& name, TensorEntry* out);
   // Waits until new requests arrive, Wake() is called or `deadline` passes.
   void WaitForWork(std::chrono::steady_clock::time_point deadline);
+  // After a wake-up: while callers are still submitting (a burst of async
+  // ops), yield until no request arrived for `quiet` or `max_wait` passed, so
+  // the burst is negotiated and fused in one cycle instead of many.
+  void WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
+                       std::chrono::steady_clock::duration max_wait);
   void Wake();
   bool HasRequests();
   // Fails every pending entry with `s` and refuses new ones with it.
@@ -45,6 +51,7 @@ class TensorQueue {
   bool wake_ = false;
   Status closed_status_;
   size_t new_requests_ = 0;
+  std::atomic<uint64_t> submitted_{0};  // every request ever added, read without the lock
   std::map<int32_t, std::unordered_map<std::string, TensorEntry>> entries_;
   std::map<int32_t, std::vector<Request>> requests_;
 };

@@ -529,6 +529,36 @@ TEST(Reducescatter, OddRowsSumAndAverage) {
   }
 }
 
+TEST(Reducescatter, SeveralInFlightAreFusedCorrectly) {
+  // Different row counts and widths; submitted together so they fuse.
+  const int64_t dims[3][2] = {{2 * N() + 1, 3}, {N(), 1}, {1, 4}};
+  std::vector<std::unique_ptr<Tensor>> ins;
+  std::vector<hvd_handle> hs(3);
+  for (int t = 0; t < 3; ++t) {
+    ins.push_back(std::make_unique<Tensor>(T::f64, std::vector<int64_t>{dims[t][0], dims[t][1]}));
+    for (int64_t i = 0; i < ins[t]->n(); ++i) ins[t]->Set(i, 100 * t + i + R());
+    std::string name = "rs.fused." + std::to_string(t);
+    ASSERT_EQ(hvd_reducescatter_async(name.c_str(), ins[t]->dl(), HVD_OP_SUM, nullptr, &hs[t]),
+              HVD_OK);
+  }
+  for (int t = 0; t < 3; ++t) {
+    ASSERT_EQ(hvd_wait(hs[t], 60000), HVD_OK) << hvd_last_error();
+    DLTensor res;
+    ASSERT_EQ(hvd_result(hs[t], &res), HVD_OK);
+    const int64_t n = dims[t][0], cols = dims[t][1];
+    const int64_t my_rows = n / N() + (R() < n % N() ? 1 : 0);
+    int64_t first = 0;
+    for (int k = 0; k < R(); ++k) first += n / N() + (k < n % N() ? 1 : 0);
+    ASSERT_EQ(res.shape[0], my_rows);
+    const double* v = static_cast<const double*>(res.data);
+    for (int64_t i = 0; i < my_rows * cols; ++i) {
+      EXPECT_EQ(v[i], N() * (100.0 * t + first * cols + i) + N() * (N() - 1) / 2.0)
+          << "tensor " << t << " element " << i;
+    }
+    hvd_release(hs[t]);
+  }
+}
+
 TEST(Grouped, CompleteTogether) {
   Tensor a(T::f32, {3}), b(T::f32, {5}), c(T::f32, {1});
   Tensor ao(T::f32, {3}), bo(T::f32, {5}), co(T::f32, {1});

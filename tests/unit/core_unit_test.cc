@@ -148,6 +148,16 @@ TEST(Fusion, NeverFusesErrorsOrDifferentScales) {
   EXPECT_EQ(out[0].names, (std::vector<std::string>{"a", "b"}));
 }
 
+TEST(Fusion, ReducescattersFuseButNotWithAllreduces) {
+  auto out = FuseResponses({MakeResponse("r1", 4, DataType::kFloat32, OpType::kReducescatter),
+                            MakeResponse("a", 4),
+                            MakeResponse("r2", 4, DataType::kFloat32, OpType::kReducescatter)},
+                           1 << 20, 2);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].names, (std::vector<std::string>{"r1", "r2"}));
+  EXPECT_EQ(out[1].names, std::vector<std::string>{"a"});
+}
+
 TEST(Fusion, AllgatherBytesCountEveryRank) {
   Response g = MakeResponse("g", 0, DataType::kFloat32, OpType::kAllgather);
   g.sizes = {3, 1, 2};  // rows of 3 elements; rank 0 has 1 row, rank 1 has 2
