@@ -5,6 +5,7 @@ namespace hvd {
 void HandleState::Complete(const Status& s) {
   Callback cb;
   Status final_status;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
@@ -13,8 +14,9 @@ void HandleState::Complete(const Status& s) {
     done_ = true;
     final_status = status_;
     cb = std::move(callback_);
+    wake = waiters_ > 0;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
   // Outside the lock: the callback may poll or release its own handle.
   if (cb) cb(final_status);
 }
@@ -31,9 +33,15 @@ bool HandleState::done() {
 
 Status HandleState::Wait(int64_t timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
+  ++waiters_;
+  bool finished = true;
   if (timeout_ms < 0) {
     cv_.wait(lock, [this] { return done_; });
-  } else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; })) {
+  } else {
+    finished = cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; });
+  }
+  --waiters_;
+  if (!finished) {
     return Status::Timeout("hvd_wait: the operation did not finish within " +
                            std::to_string(timeout_ms) + " ms (it keeps running)");
   }

@@ -55,6 +55,7 @@ class HandleState {
   std::condition_variable cv_;
   int pending_;
   bool done_ = false;
+  int waiters_ = 0;                   // threads blocked in Wait (skip futile wake-ups)
   Status status_;
   Callback callback_;
   OpResult result_;
