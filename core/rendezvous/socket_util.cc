@@ -191,5 +191,34 @@ Status RecvAll(int fd, void* data, size_t size, Deadline deadline) {
   return Status::OK();
 }
 
+Status LocalAddressTowards(const std::string& host, const std::string& port, std::string* ip) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0) return Status::Invalid("cannot resolve '" + host + "': " + gai_strerror(rc));
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 ||
+        getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      continue;
+    }
+    char buf[INET6_ADDRSTRLEN] = {0};
+    const void* addr =
+        local.ss_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+    if (inet_ntop(local.ss_family, addr, buf, sizeof(buf)) == nullptr) continue;
+    *ip = buf;
+    return Status::OK();
+  }
+  return Status::Invalid("no local address has a route to '" + host + "'");
+}
+
 }  // namespace rendezvous
 }  // namespace hvd

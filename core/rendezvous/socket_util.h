@@ -68,6 +68,11 @@ Status SetNonBlocking(int fd);
 
 // Resolves host (name or literal, IPv4 or IPv6) and connects, retrying
 // refused connections until the deadline: the server may still be starting.
+// The local IP address the kernel would use to reach host:port (a UDP
+// connect() only selects a route; no packet is sent). Used to tell peers
+// where to find this process.
+Status LocalAddressTowards(const std::string& host, const std::string& port, std::string* ip);
+
 Status ConnectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out);
 
 // Writes all of data (blocking or non-blocking fd) before the deadline.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/rendezvous/kv_client.h"
+#include "core/rendezvous/socket_util.h"
 
 namespace hvdbench {
 namespace {
@@ -57,38 +58,6 @@ class KVStore : public gloo::rendezvous::Store {
 const char* Env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? v : nullptr;
-}
-
-// The local address the kernel would use towards host:port (UDP connect
-// only selects a route; nothing is sent).
-bool LocalAddressTowards(const char* host, const char* port, std::string* ip) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host, port, &hints, &res) != 0) return false;
-  bool found = false;
-  for (addrinfo* ai = res; ai != nullptr && !found; ai = ai->ai_next) {
-    const int fd = socket(ai->ai_family, ai->ai_socktype, 0);
-    if (fd < 0) continue;
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    const bool ok = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-                    getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
-    close(fd);
-    if (!ok) continue;
-    char buf[INET6_ADDRSTRLEN] = {0};
-    const void* a =
-        local.ss_family == AF_INET
-            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
-    if (inet_ntop(local.ss_family, a, buf, sizeof(buf)) != nullptr) {
-      *ip = buf;
-      found = true;
-    }
-  }
-  freeaddrinfo(res);
-  return found;
 }
 
 class RawGlooImpl : public RawGloo {
@@ -148,7 +117,9 @@ std::unique_ptr<RawGloo> RawGloo::Create(int rank, int size, double timeout_seco
     attr.hostname = host;
   } else {
     const char* port = Env("HVD_RENDEZVOUS_PORT");
-    if (!LocalAddressTowards(Env("HVD_RENDEZVOUS_ADDR"), port ? port : "0", &attr.hostname)) {
+    if (!hvd::rendezvous::LocalAddressTowards(Env("HVD_RENDEZVOUS_ADDR"), port ? port : "0",
+                                              &attr.hostname)
+             .ok()) {
       *why = "no local address routes to HVD_RENDEZVOUS_ADDR";
       return nullptr;
     }

@@ -46,29 +46,12 @@ Status InterfaceAddress(const std::string& interface, std::string* address) {
 }
 
 Status RouteAddressTo(const std::string& host, std::string* address) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* res = nullptr;
-  int rc = getaddrinfo(host.c_str(), "9", &hints, &res);
-  if (rc != 0) {
-    return Status::Invalid("cannot resolve host '" + host + "' (" + gai_strerror(rc) +
-                           ") to choose the rendezvous address; pass --network-interface");
+  Status st = rendezvous::LocalAddressTowards(host, "9", address);
+  if (!st.ok()) {
+    return Status::Invalid(st.message() +
+                           " (choosing the rendezvous address; pass --network-interface)");
   }
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, &freeaddrinfo);
-  rendezvous::UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid() || ::connect(fd.get(), res->ai_addr, res->ai_addrlen) != 0) {
-    return Status::Invalid("no route to host '" + host + "': " + rendezvous::ErrnoString(errno));
-  }
-  sockaddr_in local{};
-  socklen_t len = sizeof(local);
-  if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-    return Status::Backend("getsockname: " + rendezvous::ErrnoString(errno));
-  }
-  char buf[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &local.sin_addr, buf, sizeof(buf));
-  *address = buf;
-  return Status::OK();
+  return st;
 }
 
 }  // namespace run

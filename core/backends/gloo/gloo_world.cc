@@ -18,6 +18,7 @@
 #include "core/backends/gloo/gloo_store.h"
 #include "core/elastic.h"
 #include "core/rendezvous/kv_client.h"
+#include "core/rendezvous/socket_util.h"
 
 namespace hvd {
 namespace {
@@ -56,40 +57,6 @@ Status RankAndSize(int* rank, int* size, bool* found) {
   return Status::OK();
 }
 
-// The local address the kernel would use to reach host:port. A UDP
-// connect() only selects a route; no packet is sent.
-Status LocalAddressTowards(const std::string& host, const std::string& port, std::string* ip) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* res = nullptr;
-  const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0) {
-    return Status::Invalid("Gloo: cannot resolve HVD_RENDEZVOUS_ADDR '" + host +
-                           "': " + gai_strerror(rc));
-  }
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    const int fd = socket(ai->ai_family, ai->ai_socktype, 0);
-    if (fd < 0) continue;
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    const bool ok = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-                    getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
-    close(fd);
-    if (!ok) continue;
-    char buf[INET6_ADDRSTRLEN] = {0};
-    const void* addr =
-        local.ss_family == AF_INET
-            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
-    if (inet_ntop(local.ss_family, addr, buf, sizeof(buf)) == nullptr) continue;
-    *ip = buf;
-    return Status::OK();
-  }
-  return Status::Invalid("Gloo: no local address reaches HVD_RENDEZVOUS_ADDR '" + host + "'");
-}
-
 // Which interface/address Gloo listens on: HVD_GLOO_IFACE, else
 // HVD_GLOO_HOSTNAME, else the address that reaches the rendezvous server.
 // (HVD_HOSTNAME is hvdrun's label for the host, e.g. a namespace name, and
@@ -109,7 +76,9 @@ Status DeviceAttr(::gloo::transport::tcp::attr* attr) {
     attr->hostname = "127.0.0.1";
     return Status::OK();
   }
-  return LocalAddressTowards(addr, port ? port : "0", &attr->hostname);
+  Status st = rendezvous::LocalAddressTowards(addr, port ? port : "0", &attr->hostname);
+  if (!st.ok()) return Status::Invalid("Gloo: HVD_RENDEZVOUS_ADDR: " + st.message());
+  return st;
 }
 
 bool LaunchedByEnv() {
