@@ -125,6 +125,7 @@ void ReduceInto(void* dst, const void* src, int64_t n, DataType dt, ReduceOp op)
 }
 
 void ScaleCopy(void* dst, const void* src, int64_t n, DataType dt, double f) {
+  if (n <= 0) return;  // empty tensors may have null data (memcpy must not see it)
   if (f == 1.0) {
     if (dst != src) std::memcpy(dst, src, static_cast<size_t>(n) * DataTypeSize(dt));
     return;
@@ -156,6 +157,7 @@ void ScaleBuffer(void* buf, int64_t n, DataType dt, double f) {
 }
 
 void ZeroBuffer(void* buf, int64_t n, DataType dt) {
+  if (n <= 0) return;
   std::memset(buf, 0, static_cast<size_t>(n) * DataTypeSize(dt));  // +0.0 in every float format
 }
 

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hvd/hvd.h"
@@ -95,6 +96,10 @@ int Kill() {
   int64_t last_ok = NowMs();
   for (int it = 0; it < 100000; ++it) {
     if (rank == 1 && it == kKillAtIteration) {
+      // Give rank 0 time to submit this iteration's ops, so they are
+      // really in flight when this rank dies (otherwise rank 0 may learn of
+      // the death from an idle cycle first and fail at submit instead).
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
       Say("FT rank=1 killing itself at_ms=" + std::to_string(NowMs()));
       raise(SIGKILL);
     }
