@@ -85,39 +85,42 @@ Status ReadOpOptions(const hvd_op_options* in, hvd_op_options* out, const char* 
   return Status::OK();
 }
 
-// Validates a DLTensor and fills the tensor part of an entry.
-Status ReadTensor(const char* fn, const char* what, const DLTensor* t, hvd::TensorEntry* e) {
-  const std::string where = std::string(fn) + ": " + what;
-  if (!t) return Status::Invalid(where + " is NULL");
+// What hvd needs of a validated DLTensor, without copying its shape.
+struct TensorView {
+  hvd::DataType dtype = hvd::DataType::kFloat32;
+  hvd::Device device;
+  int64_t num_elements = 0;
+  void* data = nullptr;
+};
+
+// Validates a DLTensor. The "fn: what" prefix of a message is built only on
+// failure: this runs once or twice per submitted tensor.
+Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorView* v) {
+  auto where = [fn, what] { return std::string(fn) + ": " + what; };
+  if (!t) return Status::Invalid(where() + " is NULL");
   if (t->ndim < 0 || t->ndim > 32) {
-    return Status::Invalid(where + " has ndim " + std::to_string(t->ndim) + " (0..32 allowed)");
+    return Status::Invalid(where() + " has ndim " + std::to_string(t->ndim) + " (0..32 allowed)");
   }
-  if (t->ndim > 0 && !t->shape) return Status::Invalid(where + " has ndim > 0 but shape is NULL");
-  hvd::Request& q = e->request;
-  HVD_RETURN_IF_ERROR([&] {
-    Status s = hvd::FromDLDataType(t->dtype, &q.dtype);
-    return s.ok() ? s : Status::Invalid(where + ": " + s.message());
-  }());
-  HVD_RETURN_IF_ERROR([&] {
-    Status s = hvd::FromDLDevice(t->device, &q.device);
-    return s.ok() ? s : Status::Invalid(where + ": " + s.message());
-  }());
+  if (t->ndim > 0 && !t->shape) return Status::Invalid(where() + " has ndim > 0 but shape is NULL");
+  Status s = hvd::FromDLDataType(t->dtype, &v->dtype);
+  if (!s.ok()) return Status::Invalid(where() + ": " + s.message());
+  s = hvd::FromDLDevice(t->device, &v->device);
+  if (!s.ok()) return Status::Invalid(where() + ": " + s.message());
 #ifndef HVD_HAVE_CUDA
-  if (q.device.kind == hvd::DeviceKind::kCUDA) {
-    return Status::Unsupported(where +
+  if (v->device.kind == hvd::DeviceKind::kCUDA) {
+    return Status::Unsupported(where() +
                                " is on a CUDA device; this build of hvd handles CPU "
                                "tensors only (GPU support: HVD_WITH_CUDA/NCCL)");
   }
 #endif
-  q.shape.assign(t->shape, t->shape + t->ndim);
   int64_t n = 1;
   for (int i = 0; i < t->ndim; ++i) {
     if (t->shape[i] < 0) {
-      return Status::Invalid(where + " has negative dimension " + std::to_string(i) + " (" +
+      return Status::Invalid(where() + " has negative dimension " + std::to_string(i) + " (" +
                              std::to_string(t->shape[i]) + ")");
     }
     if (t->shape[i] > 0 && n > (int64_t{1} << 50) / t->shape[i]) {
-      return Status::Invalid(where + " is absurdly large (more than 2^50 elements)");
+      return Status::Invalid(where() + " is absurdly large (more than 2^50 elements)");
     }
     n *= t->shape[i];
   }
@@ -125,15 +128,44 @@ Status ReadTensor(const char* fn, const char* what, const DLTensor* t, hvd::Tens
     int64_t expect = 1;
     for (int i = t->ndim - 1; i >= 0; --i) {
       if (t->shape[i] != 1 && t->strides[i] != expect) {
-        return Status::Invalid(where + " is not contiguous (row-major strides required)");
+        return Status::Invalid(where() + " is not contiguous (row-major strides required)");
       }
       expect *= t->shape[i];
     }
   }
-  if (!t->data && n > 0) return Status::Invalid(where + " has NULL data");
-  e->num_elements = n;
-  e->bytes = n * static_cast<int64_t>(hvd::DataTypeSize(q.dtype));
-  e->input = static_cast<const uint8_t*>(t->data) + t->byte_offset;
+  if (!t->data && n > 0) return Status::Invalid(where() + " has NULL data");
+  v->num_elements = n;
+  v->data = static_cast<uint8_t*>(t->data) + t->byte_offset;
+  return Status::OK();
+}
+
+// Validates a DLTensor and fills the tensor part of an entry.
+Status ReadTensor(const char* fn, const char* what, const DLTensor* t, hvd::TensorEntry* e) {
+  TensorView v;
+  HVD_RETURN_IF_ERROR(ReadTensor(fn, what, t, &v));
+  hvd::Request& q = e->request;
+  q.dtype = v.dtype;
+  q.device = v.device;
+  q.shape.assign(t->shape, t->shape + t->ndim);
+  e->num_elements = v.num_elements;
+  e->bytes = v.num_elements * static_cast<int64_t>(hvd::DataTypeSize(v.dtype));
+  e->input = v.data;
+  return Status::OK();
+}
+
+// Validates an allreduce output against its input's entry.
+Status ReadOutput(const char* fn, const char* what, const char* input_what, const DLTensor* t,
+                  hvd::TensorEntry* e) {
+  TensorView v;
+  HVD_RETURN_IF_ERROR(ReadTensor(fn, what, t, &v));
+  if (v.num_elements != e->num_elements || v.dtype != e->request.dtype) {
+    return Status::Invalid(
+        std::string(fn) + ": " + what + " must have the " + input_what +
+        "'s dtype and element count (" + input_what + " " + hvd::DataTypeName(e->request.dtype) +
+        " x" + std::to_string(e->num_elements) + ", " + what + " " + hvd::DataTypeName(v.dtype) +
+        " x" + std::to_string(v.num_elements) + ")");
+  }
+  e->output = v.data;
   return Status::OK();
 }
 
@@ -162,18 +194,19 @@ hvd::ResultAllocator MakeAllocator(const hvd_op_options& o) {
 
 // Registers a handle covering `count` entries, fills the common request
 // fields and submits. On failure nothing stays behind.
-hvd_status Submit(const char* fn, std::vector<hvd::TensorEntry> entries, const hvd_op_options& o,
+hvd_status Submit(const char* fn, hvd::TensorEntry* entries, size_t count, const hvd_op_options& o,
                   hvd_handle* handle) {
   if (!handle) return Fail(Code::kInvalidArgument, std::string(fn) + ": handle is NULL");
-  auto id = std::make_shared<int64_t>(0);
   hvd::HandleState::Callback cb;
   if (o.callback) {
     hvd_callback fnp = o.callback;
     void* user = o.callback_user_data;
-    cb = [fnp, user, id](const Status& s) { fnp(*id, static_cast<hvd_status>(s.code()), user); };
+    cb = [fnp, user](int64_t id, const Status& s) {
+      fnp(id, static_cast<hvd_status>(s.code()), user);
+    };
   }
-  auto state = std::make_shared<hvd::HandleState>(static_cast<int>(entries.size()), std::move(cb));
-  for (size_t i = 0; i < entries.size(); ++i) {
+  auto state = std::make_shared<hvd::HandleState>(static_cast<int>(count), std::move(cb));
+  for (size_t i = 0; i < count; ++i) {
     auto& e = entries[i];
     e.handle = state;
     e.owns_result = i == 0;
@@ -186,14 +219,15 @@ hvd_status Submit(const char* fn, std::vector<hvd::TensorEntry> entries, const h
       e.request.name = RT().AutoName(e.request.type, o.process_set);
     }
   }
-  *id = hvd::HandleTable::Global().Add(state);
-  Status s = RT().Submit(std::move(entries));
+  const int64_t id = hvd::HandleTable::Global().Add(state);
+  state->set_id(id);
+  Status s = RT().Submit(entries, count);
   if (!s.ok()) {
-    hvd::HandleTable::Global().Release(*id);
+    hvd::HandleTable::Global().Release(id);
     *handle = 0;
     return Report(Status(s.code(), std::string(fn) + ": " + s.message()));
   }
-  *handle = *id;
+  *handle = id;
   return Report(Status::OK());
 }
 
@@ -221,7 +255,7 @@ hvd_status RunBlocking(const char* fn, hvd::TensorEntry entry, int32_t set, int6
   hvd_op_options o = HVD_OP_OPTIONS_INIT;
   o.process_set = set;
   hvd_handle h = 0;
-  hvd_status st = Submit(fn, {std::move(entry)}, o, &h);
+  hvd_status st = Submit(fn, &entry, 1, o, &h);
   if (st != HVD_OK) return st;
   Status err;
   auto state = hvd::HandleTable::Global().Find(h, &err);
@@ -392,26 +426,12 @@ hvd_status hvd_allreduce_async(const char* name, const DLTensor* input, DLTensor
   if (s.ok()) s = ReadOpOptions(opts, &o, fn);
   if (s.ok()) s = CheckReduceOp(fn, op);
   if (s.ok()) s = ReadTensor(fn, "input", input, &e);
-  if (s.ok()) {
-    hvd::TensorEntry out;
-    s = ReadTensor(fn, "output", output, &out);
-    if (s.ok() && (out.num_elements != e.num_elements || out.request.dtype != e.request.dtype)) {
-      s = Status::Invalid(
-          std::string(fn) +
-          ": output must have the input's dtype and element "
-          "count (input " +
-          hvd::DataTypeName(e.request.dtype) + " x" + std::to_string(e.num_elements) + ", output " +
-          hvd::DataTypeName(out.request.dtype) + " x" + std::to_string(out.num_elements) + ")");
-    }
-  }
+  if (s.ok()) s = ReadOutput(fn, "output", "input", output, &e);
   if (!s.ok()) return Report(s);
-  e.output = OutputPointer(output);
   e.request.type = hvd::OpType::kAllreduce;
   e.request.reduce_op = static_cast<hvd::ReduceOp>(op);
   if (name) e.request.name = name;
-  std::vector<hvd::TensorEntry> v;
-  v.push_back(std::move(e));
-  return Submit(fn, std::move(v), o, handle);
+  return Submit(fn, &e, 1, o, handle);
 }
 
 hvd_status hvd_grouped_allreduce_async(const char* const* names, const DLTensor* const* inputs,
@@ -428,16 +448,10 @@ hvd_status hvd_grouped_allreduce_async(const char* const* names, const DLTensor*
   std::vector<hvd::TensorEntry> v(s.ok() ? static_cast<size_t>(count) : 0);
   for (int i = 0; s.ok() && i < count; ++i) {
     const std::string what = "inputs[" + std::to_string(i) + "]";
-    s = ReadTensor(fn, what.c_str(), inputs[i], &v[i]);
-    hvd::TensorEntry out;
     const std::string owhat = "outputs[" + std::to_string(i) + "]";
-    if (s.ok()) s = ReadTensor(fn, owhat.c_str(), outputs[i], &out);
-    if (s.ok() &&
-        (out.num_elements != v[i].num_elements || out.request.dtype != v[i].request.dtype)) {
-      s = Status::Invalid(std::string(fn) + ": " + owhat + " does not match " + what);
-    }
+    s = ReadTensor(fn, what.c_str(), inputs[i], &v[i]);
+    if (s.ok()) s = ReadOutput(fn, owhat.c_str(), what.c_str(), outputs[i], &v[i]);
     if (!s.ok()) break;
-    v[i].output = OutputPointer(outputs[i]);
     v[i].request.type = hvd::OpType::kAllreduce;
     v[i].request.reduce_op = static_cast<hvd::ReduceOp>(op);
     v[i].request.name =
@@ -449,7 +463,7 @@ hvd_status hvd_grouped_allreduce_async(const char* const* names, const DLTensor*
     e.request.group = group;
     e.request.group_size = count;
   }
-  return Submit(fn, std::move(v), o, handle);
+  return Submit(fn, v.data(), v.size(), o, handle);
 }
 
 hvd_status hvd_allgather_async(const char* name, const DLTensor* input, const hvd_op_options* opts,
@@ -463,9 +477,7 @@ hvd_status hvd_allgather_async(const char* name, const DLTensor* input, const hv
   if (!s.ok()) return Report(s);
   e.request.type = hvd::OpType::kAllgather;
   if (name) e.request.name = name;
-  std::vector<hvd::TensorEntry> v;
-  v.push_back(std::move(e));
-  return Submit(fn, std::move(v), o, handle);
+  return Submit(fn, &e, 1, o, handle);
 }
 
 hvd_status hvd_broadcast_async(const char* name, DLTensor* tensor, int root_rank,
@@ -488,9 +500,7 @@ hvd_status hvd_broadcast_async(const char* name, DLTensor* tensor, int root_rank
   e.request.type = hvd::OpType::kBroadcast;
   e.request.root = root_rank;
   if (name) e.request.name = name;
-  std::vector<hvd::TensorEntry> v;
-  v.push_back(std::move(e));
-  return Submit(fn, std::move(v), o, handle);
+  return Submit(fn, &e, 1, o, handle);
 }
 
 hvd_status hvd_alltoall_async(const char* name, const DLTensor* input, const int32_t* splits,
@@ -534,9 +544,7 @@ hvd_status hvd_alltoall_async(const char* name, const DLTensor* input, const int
   if (!s.ok()) return Report(s);
   e.request.type = hvd::OpType::kAlltoall;
   if (name) e.request.name = name;
-  std::vector<hvd::TensorEntry> v;
-  v.push_back(std::move(e));
-  return Submit(fn, std::move(v), o, handle);
+  return Submit(fn, &e, 1, o, handle);
 }
 
 hvd_status hvd_reducescatter_async(const char* name, const DLTensor* input, hvd_reduce_op op,
@@ -554,9 +562,7 @@ hvd_status hvd_reducescatter_async(const char* name, const DLTensor* input, hvd_
   e.request.type = hvd::OpType::kReducescatter;
   e.request.reduce_op = static_cast<hvd::ReduceOp>(op);
   if (name) e.request.name = name;
-  std::vector<hvd::TensorEntry> v;
-  v.push_back(std::move(e));
-  return Submit(fn, std::move(v), o, handle);
+  return Submit(fn, &e, 1, o, handle);
 }
 
 hvd_status hvd_poll(hvd_handle handle) {

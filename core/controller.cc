@@ -83,14 +83,31 @@ Controller::Controller(Comm* comm, const Config& config, int32_t set_id)
       rank_(comm->rank()),
       size_(comm->size()),
       cache_(config.cache_capacity),
+      hits_(static_cast<size_t>(std::max(0, config.cache_capacity))),
       last_stall_check_(Clock::now()) {}
+
+void Controller::SetHit(int pos, const Request* q, Clock::time_point now) {
+  PendingHit& h = hits_[static_cast<size_t>(pos)];
+  h.pending = true;
+  h.request = q;
+  h.since = now;
+  ++num_hits_;
+}
+
+const Request& Controller::TakeHit(int pos) {
+  PendingHit& h = hits_[static_cast<size_t>(pos)];
+  h.pending = false;
+  --num_hits_;
+  return *h.request;
+}
 
 bool Controller::Cacheable(OpType t) {
   return t == OpType::kAllreduce || t == OpType::kAllgather || t == OpType::kBroadcast ||
          t == OpType::kAlltoall || t == OpType::kReducescatter;
 }
 
-Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleOutput* out) {
+Status Controller::RunCycle(const std::vector<const Request*>& requests, bool shutdown,
+                            CycleOutput* out) {
   out->responses.clear();
   out->shutdown = false;
   out->shutdown_ranks.clear();
@@ -98,17 +115,17 @@ Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleO
   std::vector<Request> uncached = std::move(resend_);
   resend_.clear();
   std::set<int> invalid;
-  for (auto& q : requests) {
+  const auto now = Clock::now();
+  for (const Request* q : requests) {
     int pos = -1;
-    auto state = (cache_.capacity() > 0 && Cacheable(q.type)) ? cache_.Lookup(q, &pos)
-                                                              : ResponseCache::State::kMiss;
-    if (state == ResponseCache::State::kHit && !pending_hits_.count(pos)) {
-      pending_hits_.emplace(pos, std::move(q));
-      hit_since_[pos] = Clock::now();
+    auto state = (cache_.capacity() > 0 && Cacheable(q->type)) ? cache_.Lookup(*q, &pos)
+                                                               : ResponseCache::State::kMiss;
+    if (state == ResponseCache::State::kHit && !hits_[static_cast<size_t>(pos)].pending) {
+      SetHit(pos, q, now);
       continue;
     }
     if (state == ResponseCache::State::kInvalid) invalid.insert(pos);
-    uncached.push_back(std::move(q));
+    uncached.push_back(*q);
   }
 
   if (rank_ == 0 && config_.stall_check_seconds > 0 && !config_.stall_check_disabled) {
@@ -129,7 +146,9 @@ Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleO
   const size_t nbits = static_cast<size_t>(cache_.capacity());
   std::vector<uint64_t> words(1 + (nbits + 63) / 64, 0);
   words[0] = ~flags;
-  for (const auto& kv : pending_hits_) words[1 + kv.first / 64] |= 1ULL << (kv.first % 64);
+  for (size_t pos = 0; num_hits_ > 0 && pos < nbits; ++pos) {
+    if (hits_[pos].pending) words[1 + pos / 64] |= 1ULL << (pos % 64);
+  }
   HVD_RETURN_IF_ERROR(comm_->AllreduceBits(words.data(), words.size(), BitOp::kAnd));
   const uint64_t any = ~words[0];
 
@@ -140,18 +159,15 @@ Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleO
     for (size_t pos = 0; pos < nbits; ++pos) {
       if (!(inv[1 + pos / 64] & (1ULL << (pos % 64)))) continue;
       words[1 + pos / 64] &= ~(1ULL << (pos % 64));
-      auto it = pending_hits_.find(static_cast<int>(pos));
-      if (it != pending_hits_.end()) {
-        uncached.push_back(std::move(it->second));
-        pending_hits_.erase(it);
-      }
+      if (hits_[pos].pending) uncached.push_back(TakeHit(static_cast<int>(pos)));
       cache_.Erase(static_cast<int>(pos));
     }
   }
 
   if (any & kJoinedFlag) {
-    for (auto& kv : pending_hits_) uncached.push_back(std::move(kv.second));
-    pending_hits_.clear();
+    for (size_t pos = 0; num_hits_ > 0 && pos < nbits; ++pos) {
+      if (hits_[pos].pending) uncached.push_back(TakeHit(static_cast<int>(pos)));
+    }
   }
 
   // Hits common to every rank run now, in slot order (the same everywhere).
@@ -159,22 +175,22 @@ Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleO
     if (!(words[1 + pos / 64] & (1ULL << (pos % 64)))) continue;
     out->responses.push_back(cache_.response(static_cast<int>(pos)));
     cache_.Touch(static_cast<int>(pos));
-    pending_hits_.erase(static_cast<int>(pos));
+    TakeHit(static_cast<int>(pos));
   }
 
   // The coordinator's stall inspector only sees what reaches the coordinator,
-  // and a cache hit that one rank never submits would wait in pending_hits_
+  // and a cache hit that one rank never submits would wait in hits_
   // forever, unreported. So when any rank has a stale hit, every rank moves
   // all its remaining hits to the coordinator path in this same cycle (the
   // flag is agreed by the allreduce above, so no rank keeps a bit the others
   // dropped), and keeps doing so while a moved one is unanswered, so that a
   // late rank's hit follows the others there instead of waiting on its bit.
   if (any & kStaleHitFlag) {
-    for (auto& kv : pending_hits_) {
-      demoted_.insert(kv.second.name);
-      uncached.push_back(std::move(kv.second));
+    for (size_t pos = 0; num_hits_ > 0 && pos < nbits; ++pos) {
+      if (!hits_[pos].pending) continue;
+      demoted_.insert(hits_[pos].request->name);
+      uncached.push_back(TakeHit(static_cast<int>(pos)));
     }
-    pending_hits_.clear();
   }
 
   if (any & kUncachedFlag) {
@@ -197,17 +213,16 @@ Status Controller::RunCycle(std::vector<Request> requests, bool shutdown, CycleO
         if (cache_it) cache_.Put(r, it->second);
         outstanding_.erase(it);
       }
-      out->responses.push_back(std::move(r));
+      out->responses.push_back(std::make_shared<const Response>(std::move(r)));
     }
     out->shutdown = list.shutdown;
     out->shutdown_ranks = std::move(list.shutdown_ranks);
     // Puts may have evicted slots this rank still waits on: renegotiate them.
-    for (auto it = pending_hits_.begin(); it != pending_hits_.end();) {
-      if (!cache_.used(it->first) || cache_.request(it->first).name != it->second.name) {
-        resend_.push_back(std::move(it->second));
-        it = pending_hits_.erase(it);
-      } else {
-        ++it;
+    for (size_t pos = 0; num_hits_ > 0 && pos < nbits; ++pos) {
+      const int p = static_cast<int>(pos);
+      if (hits_[pos].pending &&
+          (!cache_.used(p) || cache_.request(p).name != hits_[pos].request->name)) {
+        resend_.push_back(TakeHit(p));
       }
     }
   } else if (any & kShutdownFlag) {
@@ -445,18 +460,13 @@ bool Controller::StaleHits() {
   // Half the stall time: a rank that is merely slow has usually caught up by
   // then. The coordinator's clock starts when the moved request reaches it,
   // so a stalled cached tensor is reported after 1.5x the stall time.
+  if (num_hits_ == 0) return false;
   const auto limit = std::chrono::duration<double>(config_.stall_check_seconds / 2);
   const auto now = Clock::now();
-  bool stale = false;
-  for (auto it = hit_since_.begin(); it != hit_since_.end();) {
-    if (!pending_hits_.count(it->first)) {
-      it = hit_since_.erase(it);  // answered or moved: forget it
-      continue;
-    }
-    stale = stale || now - it->second >= limit;
-    ++it;
+  for (const auto& h : hits_) {
+    if (h.pending && now - h.since >= limit) return true;
   }
-  return stale;
+  return false;
 }
 
 void Controller::CheckStalls(ResponseList* out) {

@@ -20,7 +20,7 @@
 namespace hvd {
 
 struct CycleOutput {
-  std::vector<Response> responses;  // unfused, in the order every rank runs them
+  std::vector<ResponsePtr> responses;  // unfused, in the order every rank runs them
   bool shutdown = false;
   std::vector<int32_t> shutdown_ranks;
 };
@@ -29,8 +29,11 @@ class Controller {
  public:
   Controller(Comm* comm, const Config& config, int32_t set_id);
 
-  // One cycle. `requests` are this rank's new requests for the set.
-  Status RunCycle(std::vector<Request> requests, bool shutdown, CycleOutput* out);
+  // One cycle. `requests` are this rank's new requests for the set. A cache
+  // hit is kept by pointer until every rank has it, so each request must
+  // stay valid until its response is out (the tensor queue keeps them in
+  // their entries until the background thread takes them).
+  Status RunCycle(const std::vector<const Request*>& requests, bool shutdown, CycleOutput* out);
 
   // Names this rank submitted that are not yet answered.
   size_t outstanding() const { return outstanding_.size(); }
@@ -59,6 +62,9 @@ class Controller {
   // half the stall time, or a hit moved for that reason is still unanswered.
   bool StaleHits();
   void EmitReady(ResponseList* out);
+  // Pending cache hits of this rank, by slot.
+  void SetHit(int pos, const Request* q, std::chrono::steady_clock::time_point now);
+  const Request& TakeHit(int pos);
 
   Comm* comm_;
   const Config& config_;
@@ -66,9 +72,16 @@ class Controller {
   int rank_;
   int size_;
   ResponseCache cache_;
-  std::map<int, Request> pending_hits_;  // cache position -> this rank's request
-  std::vector<Request> resend_;          // hits whose slot was evicted
-  std::map<int, std::chrono::steady_clock::time_point> hit_since_;  // cache position -> when
+  // A submitted tensor found in the cache, waiting for every rank's bit. A
+  // flat array by slot: a steady-state cycle sets and clears hundreds.
+  struct PendingHit {
+    bool pending = false;
+    const Request* request = nullptr;  // this rank's, to renegotiate if the slot is lost
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<PendingHit> hits_;
+  size_t num_hits_ = 0;            // how many are pending
+  std::vector<Request> resend_;    // hits whose slot was evicted
   std::set<std::string> demoted_;  // stale hits sent to the coordinator, until answered
   std::unordered_map<std::string, Request> outstanding_;  // sent to the coordinator
   class Timeline* timeline_ = nullptr;

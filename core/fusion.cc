@@ -51,41 +51,52 @@ Key FusionKey(const Response& r) {
 
 }  // namespace
 
-std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold,
+std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses, int64_t threshold,
                                     int set_size, int64_t solo_bytes) {
-  if (threshold <= 0) return responses;
   std::vector<Response> out;
   out.reserve(responses.size());
-  std::vector<int64_t> bytes;  // per entry of `out`
-  std::map<Key, size_t> open;  // key -> index in out of the group still taking tensors
-  for (auto& r : responses) {
-    if (!Fusable(r)) {
-      out.push_back(std::move(r));
+  std::vector<int64_t> bytes;   // per entry of `out`
+  std::map<Key, size_t> open;   // key -> index in out of the group still taking tensors
+  auto open_last = open.end();  // the group the previous response went to
+  for (const auto& p : responses) {
+    const Response& r = *p;
+    if (threshold <= 0 || !Fusable(r)) {
+      out.push_back(r);
       bytes.push_back(0);
       continue;
     }
     const int64_t b = ResponseBytes(r, set_size);
     if (solo_bytes > 0 && b >= solo_bytes) {
-      out.push_back(std::move(r));
+      out.push_back(r);
       bytes.push_back(b);
       continue;
     }
     const Key key = FusionKey(r);
-    auto it = open.find(key);
+    // Runs of one kind are the common case: skip the map lookup for them.
+    auto it = !open.empty() && open_last->first == key ? open_last : open.find(key);
     // Only tensors with the same joined ranks may share a buffer.
     if (it != open.end() && bytes[it->second] + b <= threshold &&
         out[it->second].joined_ranks == r.joined_ranks) {
       Response& g = out[it->second];
-      g.names.push_back(std::move(r.names[0]));
+      g.names.push_back(r.names[0]);
       g.sizes.insert(g.sizes.end(), r.sizes.begin(), r.sizes.end());
       bytes[it->second] += b;
+      open_last = it;
       continue;
     }
-    open[key] = out.size();
+    open_last = open.insert_or_assign(key, out.size()).first;
     bytes.push_back(b);
-    out.push_back(std::move(r));
+    out.push_back(r);
   }
   return out;
+}
+
+std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold,
+                                    int set_size, int64_t solo_bytes) {
+  std::vector<ResponsePtr> shared;
+  shared.reserve(responses.size());
+  for (auto& r : responses) shared.push_back(std::make_shared<const Response>(std::move(r)));
+  return FuseResponses(shared, threshold, set_size, solo_bytes);
 }
 
 void* FusionBuffer::Get(int64_t bytes) {

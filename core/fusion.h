@@ -17,6 +17,8 @@ int64_t ResponseBytes(const Response& r, int set_size);
 // threshold_bytes == 0 disables fusion. Responses of solo_bytes or more
 // are never fused (0: no such limit): copying a large tensor in and out of
 // the buffer costs more than the separate collective it saves.
+std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses,
+                                    int64_t threshold_bytes, int set_size, int64_t solo_bytes = 0);
 std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold_bytes,
                                     int set_size, int64_t solo_bytes = 0);
 

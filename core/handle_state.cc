@@ -2,23 +2,47 @@
 
 namespace hvd {
 
+bool HandleState::Finish(const Status& s, bool* wake, Callback* cb, Status* final_status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_) return false;
+  if (!s.ok() && status_.ok()) status_ = s;
+  if (--pending_ > 0) return false;
+  done_ = true;
+  *final_status = status_;
+  *cb = std::move(callback_);
+  *wake = waiters_ > 0;
+  return true;
+}
+
 void HandleState::Complete(const Status& s) {
   Callback cb;
   Status final_status;
   bool wake = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
-    if (!s.ok() && status_.ok()) status_ = s;
-    if (--pending_ > 0) return;
-    done_ = true;
-    final_status = status_;
-    cb = std::move(callback_);
-    wake = waiters_ > 0;
-  }
+  if (!Finish(s, &wake, &cb, &final_status)) return;
   if (wake) cv_.notify_all();
   // Outside the lock: the callback may poll or release its own handle.
-  if (cb) cb(final_status);
+  if (cb) cb(id_, final_status);
+}
+
+void HandleState::CompleteAll(const std::vector<HandleState*>& states, const Status& s) {
+  struct Done {
+    HandleState* state;
+    bool wake;
+    Callback cb;
+    Status status;
+  };
+  std::vector<Done> done;
+  done.reserve(states.size());
+  for (HandleState* h : states) {
+    Done d{h, false, nullptr, Status()};
+    if (h && h->Finish(s, &d.wake, &d.cb, &d.status)) done.push_back(std::move(d));
+  }
+  for (auto& d : done) {
+    if (d.wake) d.state->cv_.notify_all();
+  }
+  for (auto& d : done) {
+    if (d.cb) d.cb(d.state->id_, d.status);
+  }
 }
 
 Status HandleState::Poll() {

@@ -34,12 +34,20 @@ struct OpResult {
 
 class HandleState {
  public:
-  using Callback = std::function<void(const Status&)>;
+  // Gets the handle's id (set_id) and final status.
+  using Callback = std::function<void(int64_t, const Status&)>;
 
   HandleState(int pending, Callback callback) : pending_(pending), callback_(std::move(callback)) {}
 
+  // The C API's id for this state, passed to the callback; set before submission.
+  void set_id(int64_t id) { id_ = id; }
+
   // Called once per covered tensor from the background thread.
   void Complete(const Status& s);
+  // Completes one tensor of each state (a state may appear more than once),
+  // waking waiters and running callbacks only after all are marked: a thread
+  // waiting on a fused batch in order then sleeps once, not once per tensor.
+  static void CompleteAll(const std::vector<HandleState*>& states, const Status& s);
   // kInProgress until done, then the final status.
   Status Poll();
   // timeout_ms < 0 waits forever. On timeout returns Code::kTimeout.
@@ -51,11 +59,16 @@ class HandleState {
   OpResult& result() { return result_; }
 
  private:
+  // Marks one tensor done; true (with what to do outside the lock) when it
+  // was the last.
+  bool Finish(const Status& s, bool* wake, Callback* cb, Status* final_status);
+
   std::mutex mu_;
   std::condition_variable cv_;
   int pending_;
+  int64_t id_ = 0;
   bool done_ = false;
-  int waiters_ = 0;                   // threads blocked in Wait (skip futile wake-ups)
+  int waiters_ = 0;  // threads blocked in Wait (skip futile wake-ups)
   Status status_;
   Callback callback_;
   OpResult result_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,10 @@ struct Response {
   std::vector<int32_t> set_ranks;  // add_process_set
   int32_t last_joined = -1;        // join: the rank that joined last
 };
+
+// Responses are shared, not copied, between the response cache and a cycle's
+// output: a steady-state cycle hands on hundreds of cached ones.
+using ResponsePtr = std::shared_ptr<const Response>;
 
 struct ResponseList {
   bool shutdown = false;

@@ -22,7 +22,7 @@ int ResponseCache::Put(const Response& response, const Request& request) {
   free_.erase(free_.begin());
   Slot& s = slots_[pos];
   s.used = true;
-  s.response = response;
+  s.response = std::make_shared<const Response>(response);
   s.request = request;
   lru_.push_front(pos);
   s.lru = lru_.begin();

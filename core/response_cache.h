@@ -29,7 +29,7 @@ class ResponseCache {
   // Caches a single-tensor response with this rank's request; evicts the
   // least recently used slot when full. Returns the slot.
   int Put(const Response& response, const Request& request);
-  const Response& response(int position) const { return slots_[position].response; }
+  const ResponsePtr& response(int position) const { return slots_[position].response; }
   const Request& request(int position) const { return slots_[position].request; }
   bool used(int position) const { return slots_[position].used; }
   void Touch(int position);
@@ -39,7 +39,7 @@ class ResponseCache {
  private:
   struct Slot {
     bool used = false;
-    Response response;
+    ResponsePtr response;
     Request request;
     std::list<int>::iterator lru;
   };

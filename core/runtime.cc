@@ -1,5 +1,8 @@
 #include "core/runtime.h"
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -223,10 +226,10 @@ Status Runtime::StopTimeline() {
   return Status::OK();
 }
 
-Status Runtime::Submit(std::vector<TensorEntry> entries) {
+Status Runtime::Submit(TensorEntry* entries, size_t count) {
   if (!running_) return Status::NotInitialized();
   std::lock_guard<std::mutex> sl(sets_mu_);
-  const int32_t set = entries.empty() ? 0 : entries[0].request.process_set;
+  const int32_t set = count == 0 ? 0 : entries[0].request.process_set;
   auto it = sets_.find(set);
   if (it == sets_.end())
     return Status::Invalid("unknown process set " + std::to_string(set) +
@@ -236,11 +239,12 @@ Status Runtime::Submit(std::vector<TensorEntry> entries) {
                            " is not a member of process set " + std::to_string(set));
   }
   const int set_rank = it->second->rank();
-  for (auto& e : entries) {
-    e.request.rank = set_rank;
-    e.enqueued = Clock::now();
+  const auto now = Clock::now();
+  for (size_t i = 0; i < count; ++i) {
+    entries[i].request.rank = set_rank;
+    entries[i].enqueued = now;
   }
-  return queue_.Add(std::move(entries));
+  return queue_.Add(entries, count);
 }
 
 Status Runtime::SetInfo(int32_t id, int* rank, int* size) {
@@ -261,6 +265,11 @@ Clock::duration Runtime::CycleDuration() const {
 }
 
 void Runtime::Loop() {
+#ifdef __linux__
+  // Sleeps of a few microseconds (waiting for a peer, for a burst of
+  // submissions to end) should last that long, not the default 50 us slack.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
   auto last = Clock::now() - CycleDuration();
   Status fatal;
   std::vector<int32_t> shutdown_ranks;
@@ -268,7 +277,7 @@ void Runtime::Loop() {
   while (!stop) {
     queue_.WaitForWork(last + CycleDuration());
     if (queue_.HasRequests()) {
-      queue_.WaitForBurstEnd(std::chrono::microseconds(10), std::chrono::microseconds(300));
+      queue_.WaitForBurstEnd(std::chrono::microseconds(10), CycleDuration());
     }
     last = Clock::now();
     if (timeline_.active()) timeline_.MarkCycleStart();
@@ -323,7 +332,7 @@ Status Runtime::CycleSet(ProcessSet& ps, bool shutdown, bool* stop,
                          std::vector<int32_t>* shutdown_ranks) {
   CycleOutput out;
   HVD_RETURN_IF_ERROR(ps.controller->RunCycle(queue_.PopRequests(ps.id), shutdown, &out));
-  auto fused = FuseResponses(std::move(out.responses), tuned_.fusion_threshold_bytes, ps.size(),
+  auto fused = FuseResponses(out.responses, tuned_.fusion_threshold_bytes, ps.size(),
                              ps.data_comm->fusion_solo_bytes());
   int64_t bytes = 0;
   for (const auto& r : fused) {
@@ -355,20 +364,16 @@ void Runtime::ApplyTuned(const TunedParams& p) {
 
 void Runtime::Execute(ProcessSet& ps, const Response& response) {
   const size_t n = response.names.size();
-  std::vector<TensorEntry> storage(n);
+  std::vector<TensorQueue::Taken> taken(n);
   std::vector<TensorEntry*> entries(n, nullptr);
-  bool missing = false;
-  for (size_t i = 0; i < n; ++i) {
-    if (queue_.Take(ps.id, response.names[i], &storage[i])) {
-      entries[i] = &storage[i];
-    } else {
-      missing = true;
-    }
-  }
+  const bool missing = queue_.Take(ps.id, response.names, taken.data(), entries.data()) < n;
   auto complete = [&](const Status& s) {
+    std::vector<HandleState*> states;
+    states.reserve(n);
     for (auto* e : entries) {
-      if (e) e->handle->Complete(s);
+      if (e) states.push_back(e->handle.get());
     }
+    HandleState::CompleteAll(states, s);
   };
   if (response.error_code != Code::kOk) {
     complete(Status(response.error_code, response.error));

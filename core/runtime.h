@@ -45,7 +45,7 @@ class Runtime {
   const char* data_name() const { return data_name_; }
 
   // Hands entries to the background thread (all-or-nothing).
-  Status Submit(std::vector<TensorEntry> entries);
+  Status Submit(TensorEntry* entries, size_t count);
   // Rank of this process inside a set, its size, membership; errors for
   // unknown ids.
   Status SetInfo(int32_t id, int* rank, int* size);

@@ -4,56 +4,64 @@
 
 namespace hvd {
 
-Status TensorQueue::Add(std::vector<TensorEntry> entries) {
+Status TensorQueue::Add(TensorEntry* entries, size_t count) {
+  if (count == 0) return Status::OK();
+  const int32_t set = entries[0].request.process_set;  // one call submits to one set
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return closed_status_;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const Request& q = entries[i].request;
-      auto& table = entries_[q.process_set];
-      bool dup_in_call = false;
-      for (size_t j = 0; j < i; ++j) {
-        dup_in_call |=
-            entries[j].request.name == q.name && entries[j].request.process_set == q.process_set;
-      }
-      if (dup_in_call || table.count(q.name)) {
-        return Status::Invalid(
-            "a tensor named '" + q.name + "' is already pending in process set " +
-            std::to_string(q.process_set) + "; names must be unique among operations in flight");
-      }
+    auto& table = entries_[set];
+    auto& pending = requests_[set];
+    size_t added = 0;
+    for (; added < count; ++added) {
+      TensorEntry& e = entries[added];
+      auto [it, inserted] = table.try_emplace(e.request.name);  // one hash per entry
+      if (!inserted) break;
+      it->second = std::move(e);
+      pending.push_back(&it->second.request);
     }
-    for (auto& e : entries) {
-      const int32_t set = e.request.process_set;
-      requests_[set].push_back(e.request);
-      std::string name = e.request.name;
-      entries_[set].emplace(std::move(name), std::move(e));
-      ++new_requests_;
-      submitted_.fetch_add(1, std::memory_order_relaxed);
+    if (added < count) {
+      // A name already pending (or twice in this call): undo the whole call.
+      const std::string name = entries[added].request.name;
+      for (size_t i = 0; i < added; ++i) {
+        table.erase(pending.back()->name);
+        pending.pop_back();
+      }
+      return Status::Invalid("a tensor named '" + name + "' is already pending in process set " +
+                             std::to_string(set) +
+                             "; names must be unique among operations in flight");
     }
+    new_requests_ += count;
+    submitted_.fetch_add(count, std::memory_order_relaxed);
   }
   cv_.notify_one();
   return Status::OK();
 }
 
-std::vector<Request> TensorQueue::PopRequests(int32_t set) {
+std::vector<const Request*> TensorQueue::PopRequests(int32_t set) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = requests_.find(set);
   if (it == requests_.end()) return {};
-  std::vector<Request> out = std::move(it->second);
+  std::vector<const Request*> out = std::move(it->second);
   requests_.erase(it);
   new_requests_ -= out.size();
   return out;
 }
 
-bool TensorQueue::Take(int32_t set, const std::string& name, TensorEntry* out) {
+size_t TensorQueue::Take(int32_t set, const std::vector<std::string>& names, Taken* taken,
+                         TensorEntry** found) {
   std::lock_guard<std::mutex> lock(mu_);
   auto sit = entries_.find(set);
-  if (sit == entries_.end()) return false;
-  auto it = sit->second.find(name);
-  if (it == sit->second.end()) return false;
-  *out = std::move(it->second);
-  sit->second.erase(it);
-  return true;
+  if (sit == entries_.end()) return 0;
+  size_t count = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = sit->second.find(names[i]);
+    if (it == sit->second.end()) continue;
+    taken[i] = sit->second.extract(it);
+    found[i] = &taken[i].mapped();
+    ++count;
+  }
+  return count;
 }
 
 void TensorQueue::WaitForWork(std::chrono::steady_clock::time_point deadline) {

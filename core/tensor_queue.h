@@ -18,14 +18,21 @@ namespace hvd {
 
 class TensorQueue {
  public:
-  // Adds entries atomically (a group goes in whole or not at all). Fails
-  // with kInvalidArgument if a name is already pending in its set, or with
-  // `closed_status` once the queue is closed.
-  Status Add(std::vector<TensorEntry> entries);
-  // New requests of process set `set` since the last call.
-  std::vector<Request> PopRequests(int32_t set);
-  // Removes and returns the entry, or false if this rank has none (joined).
-  bool Take(int32_t set, const std::string& name, TensorEntry* out);
+  // Moves `count` entries in atomically (a group goes in whole or not at
+  // all). Fails with kInvalidArgument if a name is already pending in its
+  // set, or with `closed_status` once the queue is closed.
+  Status Add(TensorEntry* entries, size_t count);
+  // New requests of process set `set` since the last call. They point into
+  // the pending entries, which only the background thread removes (Take,
+  // FailSet, Close), so they stay valid until it takes them.
+  std::vector<const Request*> PopRequests(int32_t set);
+  // A taken entry: the table's own node, unlinked (no copy of the entry).
+  using Taken = std::unordered_map<std::string, TensorEntry>::node_type;
+  // Unlinks the entry of each name into taken[i] and points found[i] at it;
+  // found[i] stays null where this rank has none (joined). One lock for all.
+  // Returns how many were found.
+  size_t Take(int32_t set, const std::vector<std::string>& names, Taken* taken,
+              TensorEntry** found);
   // Waits until new requests arrive, Wake() is called or `deadline` passes.
   void WaitForWork(std::chrono::steady_clock::time_point deadline);
   // After a wake-up: while callers are still submitting (a burst of async
@@ -53,7 +60,7 @@ class TensorQueue {
   size_t new_requests_ = 0;
   std::atomic<uint64_t> submitted_{0};  // every request ever added, read without the lock
   std::map<int32_t, std::unordered_map<std::string, TensorEntry>> entries_;
-  std::map<int32_t, std::vector<Request>> requests_;
+  std::map<int32_t, std::vector<const Request*>> requests_;
 };
 
 }  // namespace hvd

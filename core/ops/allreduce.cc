@@ -1,10 +1,33 @@
 // Allreduce: prescale -> sum/min/max/product across ranks -> postscale.
 // One tensor runs in place in the caller's output; several are packed into
-// the fusion buffer, reduced by one collective and copied back out. Memory
+// the fusion buffer, reduced by one collective and copied back out, unless
+// they are adjacent in memory (then the caller's memory is reduced directly). Memory
 // work goes through ctx.ops(), so the same code runs on host and CUDA memory.
 #include "core/ops/op.h"
 
 namespace hvd {
+
+namespace {
+
+// True when the tensors lie back to back in memory, inputs and outputs alike
+// (gradients that are views of one flat buffer, as with DDP's
+// gradient_as_bucket_view): the fused collective can then run on the
+// caller's memory with no fusion-buffer copies.
+bool Adjacent(const std::vector<TensorEntry*>& entries, const Response& r, int64_t esize) {
+  for (size_t i = 0; i + 1 < entries.size(); ++i) {
+    const TensorEntry* a = entries[i];
+    const TensorEntry* b = entries[i + 1];
+    if (!a || !b) return false;
+    const int64_t bytes = r.sizes[i] * esize;
+    if (static_cast<const uint8_t*>(a->input) + bytes != b->input ||
+        static_cast<uint8_t*>(a->output) + bytes != b->output) {
+      return false;
+    }
+  }
+  return !entries.empty() && entries[0] != nullptr;
+}
+
+}  // namespace
 
 Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries) {
   const DataType dt = r.dtype;
@@ -44,6 +67,20 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
 
   int64_t total = 0;
   for (auto n : r.sizes) total += n;
+  if (r.prescale == 1.0 && r.device.kind == DeviceKind::kCPU && Adjacent(entries, r, esize)) {
+    const auto* in = static_cast<const uint8_t*>(entries[0]->input);
+    auto* out = static_cast<uint8_t*>(entries[0]->output);
+    const int64_t bytes = total * esize;
+    const bool disjoint = out + bytes <= in || in + bytes <= out;
+    if (in == out || disjoint) {
+      {
+        ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+        HVD_RETURN_IF_ERROR(in == out ? ctx.comm->Allreduce(out, total, dt, wire_op)
+                                      : ctx.comm->AllreduceFrom(in, out, total, dt, wire_op));
+      }
+      return mem.ScaleCopy(out, out, total, dt, post);
+    }
+  }
   void* fusion = nullptr;
   HVD_RETURN_IF_ERROR(mem.Fusion(total * esize, &fusion));
   auto* base = static_cast<uint8_t*>(fusion);

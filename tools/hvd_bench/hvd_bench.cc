@@ -73,6 +73,8 @@ struct Args {
   std::string w2_shapes;
   std::string w2b_shapes;
   std::vector<std::string> extra_shapes;
+  bool raw = true;  // run the raw baselines
+  int gap = 0;      // float elements between consecutive tensors
 };
 
 int g_rank = 0;
@@ -106,6 +108,10 @@ void Usage(FILE* f) {
                "                     (default %s)\n"
                "  --w2-shapes FILE   shape file of W2 (default DIR/resnet50_grads.txt)\n"
                "  --w2b-shapes FILE  shape file of W2b (default DIR/vgg16_grads.txt)\n"
+               "  --no-raw           skip the raw baselines (peak RSS is then hvd's alone)\n"
+               "  --gap N            leave N floats between tensors (default 0: tensors are\n"
+               "                     adjacent views of one buffer, which hvd reduces without\n"
+               "                     fusion-buffer copies; N > 0 measures the copying path)\n"
                "  --help             this text\n"
                "Shape file: one tensor per line, dims separated by spaces, '#' comments.\n"
                "Knobs read by hvd: HVD_FUSION_THRESHOLD, HVD_CYCLE_TIME (and others).\n",
@@ -157,6 +163,10 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->w2_shapes = value();
     } else if (f == "--w2b-shapes") {
       a->w2b_shapes = value();
+    } else if (f == "--no-raw") {
+      a->raw = false;
+    } else if (f == "--gap") {
+      a->gap = ParsePositive(f, value(), 0);
     } else {
       if (g_rank == 0) Usage(stderr);
       Die("unknown option '" + f + "'");
@@ -245,19 +255,19 @@ std::vector<Workload> BuildWorkloads(const Args& a) {
 }
 
 // One contiguous input and one contiguous output buffer per workload; each
-// tensor is a view into them, so the "one call over all bytes" baseline uses
-// exactly the same memory.
+// tensor is a view into them (`gap` floats apart), so the "one call over all
+// bytes" baseline uses exactly the same memory.
 struct Buffers {
   std::vector<float> in, out;
-  std::vector<int64_t> offset, shape;
+  std::vector<int64_t> offset, shape, counts;
   std::vector<DLTensor> tin, tout;
   std::vector<std::string> names;
 
-  Buffers(const Workload& wl) {
-    const int64_t total = wl.total();
+  Buffers(const Workload& wl, int gap) : counts(wl.counts) {
+    const size_t n = wl.counts.size();
+    const int64_t total = wl.total() + static_cast<int64_t>(gap) * static_cast<int64_t>(n);
     in.assign(static_cast<size_t>(total), static_cast<float>(g_rank + 1));
     out.assign(static_cast<size_t>(total), 0.0f);
-    const size_t n = wl.counts.size();
     offset.resize(n);
     shape.resize(n);
     tin.resize(n);
@@ -267,7 +277,7 @@ struct Buffers {
     for (size_t i = 0; i < n; ++i) {
       offset[i] = off;
       shape[i] = wl.counts[i];
-      off += wl.counts[i];
+      off += wl.counts[i] + gap;
     }
     for (size_t i = 0; i < n; ++i) {
       DLTensor t{};
@@ -285,14 +295,17 @@ struct Buffers {
     }
   }
 
-  // Exact check: every output element is sum_{r<n}(r+1).
+  // Exact check: every output element of every tensor is sum_{r<n}(r+1).
   bool Verify() const {
     const float expect = static_cast<float>(g_size) * (g_size + 1) / 2.0f;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i] != expect) {
-        std::fprintf(stderr, "hvd_bench[rank %d]: element %zu is %g, expected %g\n", g_rank, i,
-                     static_cast<double>(out[i]), static_cast<double>(expect));
-        return false;
+    for (size_t t = 0; t < counts.size(); ++t) {
+      for (int64_t i = offset[t]; i < offset[t] + counts[t]; ++i) {
+        if (out[static_cast<size_t>(i)] != expect) {
+          std::fprintf(stderr, "hvd_bench[rank %d]: element %lld is %g, expected %g\n", g_rank,
+                       static_cast<long long>(i), static_cast<double>(out[i]),
+                       static_cast<double>(expect));
+          return false;
+        }
       }
     }
     return true;
@@ -309,7 +322,9 @@ double Median(std::vector<double> v) {
 
 // Large workloads align the ranks before every iteration so that one rank's
 // late start is not counted; small ones run back to back.
-bool AlignEachIteration(const Workload& wl) { return wl.total() * 4 >= (1 << 20); }
+bool AlignEachIteration(const Workload& wl) {
+  return wl.total() * 4 >= (1 << 20);
+}
 
 // Runs warm-up + timed iterations of `iteration`, checking the result of the
 // first one. Returns rank 0's per-iteration median in ms.
@@ -326,12 +341,15 @@ double TimeIt(const Workload& wl, Buffers& b, bool* ok, Iter iteration, Barrier 
     iteration();
     auto t1 = Clock::now();
     if (it == 0) *ok = b.Verify() && *ok;
-    if (it >= wl.warmup) times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (it >= wl.warmup)
+      times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   return Median(times);
 }
 
-void HvdBarrier() { Check(hvd_barrier(0), "hvd_barrier"); }
+void HvdBarrier() {
+  Check(hvd_barrier(0), "hvd_barrier");
+}
 
 void HvdIteration(Buffers& b, std::vector<hvd_handle>& handles) {
   const size_t n = b.tin.size();
@@ -425,12 +443,15 @@ int main(int argc, char** argv) {
   bool raw_mpi = false;
   std::string raw_note;
 #ifdef HVD_BENCH_HAVE_MPI
-  if (on_mpi) {
+  if (!args.raw) {
+    raw_note = "raw baselines skipped (--no-raw)";
+  } else if (on_mpi) {
     if (hvd_mpi_threads_supported()) {
       raw_mpi = true;
     } else {
-      raw_note = "raw MPI baseline skipped: MPI is not MPI_THREAD_MULTIPLE, and hvd's "
-                 "background thread uses MPI too";
+      raw_note =
+          "raw MPI baseline skipped: MPI is not MPI_THREAD_MULTIPLE, and hvd's "
+          "background thread uses MPI too";
     }
   } else {
     raw_note = "raw MPI baseline skipped: hvd is not on the MPI backend";
@@ -440,12 +461,11 @@ int main(int argc, char** argv) {
 #endif
 #ifdef HVD_BENCH_HAVE_GLOO
   std::unique_ptr<hvdbench::RawGloo> raw_gloo;
-  if (on_gloo && !on_mpi) {
+  if (on_gloo && !on_mpi && args.raw) {
     std::string why;
     raw_gloo = hvdbench::RawGloo::Create(g_rank, g_size, 300.0, &why);
     // Every rank must agree, or some would wait in Gloo calls for ever.
-    const int64_t missing =
-        HvdAllreduceInt64(raw_gloo ? 0 : 1, HVD_OP_MAX, "hvd_bench.raw_gloo");
+    const int64_t missing = HvdAllreduceInt64(raw_gloo ? 0 : 1, HVD_OP_MAX, "hvd_bench.raw_gloo");
     if (missing) {
       raw_gloo.reset();
       raw_note = "raw Gloo baseline skipped: " + (why.empty() ? "failed on another rank" : why);
@@ -460,12 +480,13 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   bool all_ok = true;
   for (const Workload& wl : workloads) {
-    Buffers b(wl);
+    Buffers b(wl, args.gap);
     const int64_t bytes = wl.total() * 4;
     std::vector<hvd_handle> handles(wl.counts.size());
 
     Row hv{wl.name, "hvd"};
-    hv.median_ms = TimeIt(wl, b, &hv.ok, [&] { HvdIteration(b, handles); }, HvdBarrier);
+    hv.median_ms = TimeIt(
+        wl, b, &hv.ok, [&] { HvdIteration(b, handles); }, HvdBarrier);
     hv.busbw_gbs = BusBw(bytes, hv.median_ms);
     std::vector<Row> wl_rows{hv};
 
@@ -490,7 +511,7 @@ int main(int argc, char** argv) {
       one.median_ms = TimeIt(
           wl, b, &one.ok,
           [&] {
-            MPI_Allreduce(b.in.data(), b.out.data(), static_cast<int>(wl.total()), MPI_FLOAT,
+            MPI_Allreduce(b.in.data(), b.out.data(), static_cast<int>(b.in.size()), MPI_FLOAT,
                           MPI_SUM, MPI_COMM_WORLD);
           },
           mpi_barrier);
@@ -525,7 +546,8 @@ int main(int argc, char** argv) {
       }
       Row one{wl.name, wl.counts.size() > 1 ? "raw Gloo one call" : "raw Gloo"};
       one.median_ms = TimeIt(
-          wl, b, &one.ok, [&] { gloo_call(b.in.data(), b.out.data(), wl.total()); },
+          wl, b, &one.ok,
+          [&] { gloo_call(b.in.data(), b.out.data(), static_cast<int64_t>(b.in.size())); },
           gloo_barrier);
       one.busbw_gbs = BusBw(bytes, one.median_ms);
       wl_rows.push_back(one);
@@ -556,13 +578,17 @@ int main(int argc, char** argv) {
 
   if (g_rank == 0) {
     std::printf("hvd_bench: hvd %s, backend %s (hvd_mpi_enabled=%d, hvd_gloo_enabled=%d), np=%d\n",
-                hvd_version(), on_mpi ? "MPI" : on_gloo ? "Gloo" : "?", hvd_mpi_enabled(),
-                hvd_gloo_enabled(), g_size);
+                hvd_version(),
+                on_mpi    ? "MPI"
+                : on_gloo ? "Gloo"
+                          : "?",
+                hvd_mpi_enabled(), hvd_gloo_enabled(), g_size);
     std::printf("HVD_FUSION_THRESHOLD=%s  HVD_CYCLE_TIME=%s\n", Knob("FUSION_THRESHOLD").c_str(),
                 Knob("CYCLE_TIME").c_str());
     if (!raw_note.empty()) std::printf("note: %s\n", raw_note.c_str());
-    std::printf("median over the timed iterations; busbw = bytes/time * 2(n-1)/n; ratio = "
-                "time / best raw time\n\n");
+    std::printf(
+        "median over the timed iterations; busbw = bytes/time * 2(n-1)/n; ratio = "
+        "time / best raw time\n\n");
     std::printf("%-10s %-20s %12s %12s %8s %6s\n", "workload", "impl", "median_ms", "busbw_GB/s",
                 "ratio", "check");
     for (const Row& r : rows) {

@@ -41,8 +41,10 @@ Status MpiComm::Check(int rc, const char* what) {
 }
 
 Status MpiComm::Wait(MPI_Request* request, const char* what) {
-  // Spin briefly (peers are usually microseconds apart), then sleep in
-  // growing steps so a rank waiting for a busy peer leaves the CPU to it.
+  // Poll for a while, yielding between tests (peers are usually microseconds
+  // apart, and a yield lets any other runnable thread on this core go
+  // first), then sleep in growing steps so a rank waiting for a slow peer
+  // leaves the CPU alone.
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto nap = std::chrono::microseconds(5);
@@ -51,7 +53,10 @@ Status MpiComm::Wait(MPI_Request* request, const char* what) {
     int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return Check(rc, what);
     if (done) return Status::OK();
-    if (Clock::now() - start < std::chrono::microseconds(50)) continue;
+    if (Clock::now() - start < std::chrono::microseconds(50)) {
+      std::this_thread::yield();
+      continue;
+    }
     std::this_thread::sleep_for(nap);
     if (nap < std::chrono::microseconds(200)) nap *= 2;
   }
