@@ -308,6 +308,51 @@ TEST(Allreduce, ThousandStepsThroughTheCache) {
   }
 }
 
+// Tensors that are views of one flat buffer (inputs and outputs adjacent)
+// are reduced without the fusion buffer, in place and out of place.
+TEST(Allreduce, AdjacentViewsOfOneBuffer) {
+  const int kTensors = 64;
+  const int64_t kLen = 16;
+  const int64_t total = kTensors * kLen;
+  std::vector<float> in(static_cast<size_t>(total)), out(in.size());
+  std::vector<int64_t> shape(kTensors, kLen);
+  auto view = [&](float* base, int k) {
+    DLTensor t{};
+    t.data = base + k * kLen;
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = 1;
+    t.dtype = DLDataType{kDLFloat, 32, 1};
+    t.shape = &shape[static_cast<size_t>(k)];
+    return t;
+  };
+  for (int step = 0; step < 3; ++step) {    // the first negotiates, the rest hit the cache
+    for (int mode = 0; mode < 2; ++mode) {  // out of place SUM, in place AVERAGE
+      for (int64_t i = 0; i < total; ++i) in[static_cast<size_t>(i)] = float(V(R(), i) + step);
+      std::fill(out.begin(), out.end(), -1.0f);
+      float* dst = mode == 0 ? out.data() : in.data();
+      const hvd_reduce_op op = mode == 1 ? HVD_OP_AVERAGE : HVD_OP_SUM;
+      std::vector<DLTensor> ti, to;
+      std::vector<std::string> names;
+      for (int k = 0; k < kTensors; ++k) {
+        ti.push_back(view(in.data(), k));
+        to.push_back(view(dst, k));
+        names.push_back("adj." + std::to_string(mode) + "." + std::to_string(k));
+      }
+      std::vector<hvd_handle> hs(kTensors);
+      for (int k = 0; k < kTensors; ++k) {
+        ASSERT_EQ(hvd_allreduce_async(names[k].c_str(), &ti[k], &to[k], op, nullptr, &hs[k]),
+                  HVD_OK)
+            << hvd_last_error();
+      }
+      for (auto h : hs) ASSERT_EQ(Wait(h), HVD_OK) << hvd_last_error();
+      for (int64_t i = 0; i < total; ++i) {
+        const double expect = Expected(op, i, T::f32) + (op == HVD_OP_AVERAGE ? step : N() * step);
+        ASSERT_EQ(dst[i], expect) << "mode " << mode << " step " << step << " element " << i;
+      }
+    }
+  }
+}
+
 TEST(Errors, MismatchedShapesDtypesAndRoots) {
   Tensor a(T::f32, {R() == 0 ? 4 : 5}), ao(T::f32, {R() == 0 ? 4 : 5});
   EXPECT_EQ(Allreduce("mismatch.shape", a, ao, HVD_OP_SUM), HVD_ERR_MISMATCH);
