@@ -73,8 +73,9 @@ struct Args {
   std::string w2_shapes;
   std::string w2b_shapes;
   std::vector<std::string> extra_shapes;
-  bool raw = true;  // run the raw baselines
-  int gap = 0;      // float elements between consecutive tensors
+  bool raw = true;        // run the raw baselines
+  int gap = 0;            // float elements between consecutive tensors
+  bool in_place = false;  // outputs are the inputs
 };
 
 int g_rank = 0;
@@ -112,6 +113,8 @@ void Usage(FILE* f) {
                "  --gap N            leave N floats between tensors (default 0: tensors are\n"
                "                     adjacent views of one buffer, which hvd reduces without\n"
                "                     fusion-buffer copies; N > 0 measures the copying path)\n"
+               "  --in-place         reduce each tensor in place (one buffer, as a training\n"
+               "                     step does; implies --no-raw)\n"
                "  --help             this text\n"
                "Shape file: one tensor per line, dims separated by spaces, '#' comments.\n"
                "Knobs read by hvd: HVD_FUSION_THRESHOLD, HVD_CYCLE_TIME (and others).\n",
@@ -167,6 +170,9 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->raw = false;
     } else if (f == "--gap") {
       a->gap = ParsePositive(f, value(), 0);
+    } else if (f == "--in-place") {
+      a->in_place = true;
+      a->raw = false;
     } else {
       if (g_rank == 0) Usage(stderr);
       Die("unknown option '" + f + "'");
@@ -254,20 +260,22 @@ std::vector<Workload> BuildWorkloads(const Args& a) {
   return out;
 }
 
-// One contiguous input and one contiguous output buffer per workload; each
-// tensor is a view into them (`gap` floats apart), so the "one call over all
-// bytes" baseline uses exactly the same memory.
+// One contiguous input and one contiguous output buffer per workload (or
+// the input alone, in place); each tensor is a view into them (`gap` floats
+// apart), so the "one call over all bytes" baseline uses the same memory.
 struct Buffers {
   std::vector<float> in, out;
+  float* dst = nullptr;  // out.data(), or in.data() in place
   std::vector<int64_t> offset, shape, counts;
   std::vector<DLTensor> tin, tout;
   std::vector<std::string> names;
 
-  Buffers(const Workload& wl, int gap) : counts(wl.counts) {
+  Buffers(const Workload& wl, int gap, bool in_place) : counts(wl.counts) {
     const size_t n = wl.counts.size();
     const int64_t total = wl.total() + static_cast<int64_t>(gap) * static_cast<int64_t>(n);
     in.assign(static_cast<size_t>(total), static_cast<float>(g_rank + 1));
-    out.assign(static_cast<size_t>(total), 0.0f);
+    if (!in_place) out.assign(static_cast<size_t>(total), 0.0f);
+    dst = in_place ? in.data() : out.data();
     offset.resize(n);
     shape.resize(n);
     tin.resize(n);
@@ -289,7 +297,7 @@ struct Buffers {
       t.byte_offset = 0;
       t.data = in.data() + offset[i];
       tin[i] = t;
-      t.data = out.data() + offset[i];
+      t.data = dst + offset[i];
       tout[i] = t;
       names[i] = wl.name + "." + std::to_string(i);
     }
@@ -300,9 +308,9 @@ struct Buffers {
     const float expect = static_cast<float>(g_size) * (g_size + 1) / 2.0f;
     for (size_t t = 0; t < counts.size(); ++t) {
       for (int64_t i = offset[t]; i < offset[t] + counts[t]; ++i) {
-        if (out[static_cast<size_t>(i)] != expect) {
+        if (dst[i] != expect) {
           std::fprintf(stderr, "hvd_bench[rank %d]: element %lld is %g, expected %g\n", g_rank,
-                       static_cast<long long>(i), static_cast<double>(out[i]),
+                       static_cast<long long>(i), static_cast<double>(dst[i]),
                        static_cast<double>(expect));
           return false;
         }
@@ -310,7 +318,13 @@ struct Buffers {
     }
     return true;
   }
-  void ClearOut() { std::fill(out.begin(), out.end(), 0.0f); }
+  void ClearOut() {
+    if (out.empty()) {
+      std::fill(in.begin(), in.end(), static_cast<float>(g_rank + 1));  // in place
+    } else {
+      std::fill(out.begin(), out.end(), 0.0f);
+    }
+  }
 };
 
 double Median(std::vector<double> v) {
@@ -480,7 +494,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   bool all_ok = true;
   for (const Workload& wl : workloads) {
-    Buffers b(wl, args.gap);
+    Buffers b(wl, args.gap, args.in_place);
     const int64_t bytes = wl.total() * 4;
     std::vector<hvd_handle> handles(wl.counts.size());
 
