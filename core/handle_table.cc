@@ -1,5 +1,7 @@
 #include "core/handle_table.h"
 
+#include <string>
+
 namespace hvd {
 
 HandleTable& HandleTable::Global() {
@@ -7,36 +9,79 @@ HandleTable& HandleTable::Global() {
   return table;
 }
 
+void HandleTable::Rehash(size_t capacity) {
+  std::vector<Slot> old(capacity);
+  old.swap(slots_);
+  const size_t mask = capacity - 1;
+  for (auto& s : old) {
+    if (s.id <= 0) continue;
+    size_t i = static_cast<size_t>(s.id) & mask;
+    while (slots_[i].id != kEmpty) i = (i + 1) & mask;
+    slots_[i] = std::move(s);
+  }
+  used_ = live_;
+}
+
 int64_t HandleTable::Add(std::shared_ptr<HandleState> state) {
   std::lock_guard<std::mutex> lock(mu_);
-  int64_t h = next_++;
-  table_.emplace(h, std::move(state));
+  // Keep at most half the slots in use (live or tombstone); grow when the
+  // live handles alone fill a quarter.
+  if (slots_.empty() || (used_ + 1) * 2 > slots_.size()) {
+    size_t capacity = slots_.empty() ? 1024 : slots_.size();
+    while ((live_ + 1) * 4 > capacity) capacity *= 2;
+    Rehash(capacity);
+  }
+  const int64_t h = next_++;
+  const size_t mask = slots_.size() - 1;
+  size_t i = static_cast<size_t>(h) & mask;
+  while (slots_[i].id > 0) i = (i + 1) & mask;  // ids are unique: any free slot will do
+  if (slots_[i].id == kEmpty) ++used_;
+  slots_[i].id = h;
+  slots_[i].state = std::move(state);
+  ++live_;
   return h;
+}
+
+HandleTable::Slot* HandleTable::Locate(int64_t handle) {
+  if (handle <= 0 || slots_.empty()) return nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = static_cast<size_t>(handle) & mask;; i = (i + 1) & mask) {
+    if (slots_[i].id == handle) return &slots_[i];
+    if (slots_[i].id == kEmpty) return nullptr;
+  }
+}
+
+Status HandleTable::Unknown(const char* prefix, int64_t handle) const {
+  return Status::Invalid(std::string(prefix) + "unknown handle " + std::to_string(handle) +
+                         (handle > 0 && handle < next_ ? " (already released)" : ""));
 }
 
 std::shared_ptr<HandleState> HandleTable::Find(int64_t handle, Status* error) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = table_.find(handle);
-  if (it == table_.end()) {
-    *error = Status::Invalid("unknown handle " + std::to_string(handle) +
-                             (handle > 0 && handle < next_ ? " (already released)" : ""));
+  Slot* s = Locate(handle);
+  if (!s) {
+    *error = Unknown("", handle);
     return nullptr;
   }
-  return it->second;
+  return s->state;
 }
 
 Status HandleTable::Release(int64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (table_.erase(handle) == 0) {
-    return Status::Invalid("hvd_release: unknown handle " + std::to_string(handle) +
-                           (handle > 0 && handle < next_ ? " (already released)" : ""));
+  std::shared_ptr<HandleState> state;  // destroyed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot* s = Locate(handle);
+    if (!s) return Unknown("hvd_release: ", handle);
+    state = std::move(s->state);
+    s->id = kReleased;
+    --live_;
   }
   return Status::OK();
 }
 
 size_t HandleTable::size() {
   std::lock_guard<std::mutex> lock(mu_);
-  return table_.size();
+  return live_;
 }
 
 }  // namespace hvd

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
+#include <vector>
 
 #include "core/handle_state.h"
 
@@ -22,9 +22,25 @@ class HandleTable {
   size_t size();
 
  private:
+  // Open addressing with linear probing, keyed by id. Ids are handed out in
+  // sequence, so `id & mask` places them nearly without collisions, and a
+  // training step's thousands of adds and releases allocate nothing.
+  struct Slot {
+    int64_t id = kEmpty;
+    std::shared_ptr<HandleState> state;
+  };
+  static constexpr int64_t kEmpty = 0;
+  static constexpr int64_t kReleased = -1;  // tombstone: keep probing past it
+
+  Slot* Locate(int64_t handle);  // the live slot of `handle`, or nullptr
+  void Rehash(size_t capacity);
+  Status Unknown(const char* prefix, int64_t handle) const;
+
   std::mutex mu_;
   int64_t next_ = 1;
-  std::unordered_map<int64_t, std::shared_ptr<HandleState>> table_;
+  std::vector<Slot> slots_;  // size is a power of two
+  size_t live_ = 0;
+  size_t used_ = 0;  // live slots and tombstones
 };
 
 }  // namespace hvd

@@ -1,0 +1,121 @@
+// Unit tests of the handle table and the tensor queue: the per-tensor
+// bookkeeping every async op goes through.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/handle_table.h"
+#include "core/tensor_queue.h"
+
+namespace hvd {
+namespace {
+
+std::shared_ptr<HandleState> NewState() {
+  return std::make_shared<HandleState>(1, nullptr);
+}
+
+TEST(HandleTable, IdsAreNeverReusedAndStaleOnesAreNamed) {
+  HandleTable t;
+  const int64_t a = t.Add(NewState());
+  const int64_t b = t.Add(NewState());
+  EXPECT_GT(b, a);
+  EXPECT_TRUE(t.Release(a).ok());
+  Status err;
+  EXPECT_EQ(t.Find(a, &err), nullptr);
+  EXPECT_NE(err.message().find("already released"), std::string::npos) << err.message();
+  Status again = t.Release(a);
+  EXPECT_EQ(again.code(), Code::kInvalidArgument);
+  EXPECT_NE(again.message().find("hvd_release: unknown handle"), std::string::npos);
+  EXPECT_EQ(t.Find(12345, &err), nullptr);
+  EXPECT_EQ(err.message().find("already released"), std::string::npos);  // never issued
+  EXPECT_EQ(t.Find(0, &err), nullptr);
+  EXPECT_EQ(t.Find(-7, &err), nullptr);
+  const int64_t c = t.Add(NewState());
+  EXPECT_GT(c, b);
+  EXPECT_EQ(t.size(), 2u);
+}
+
+// Many live handles (growth), released out of order (tombstones), with
+// every survivor still found and mapped to its own state.
+TEST(HandleTable, GrowsAndFindsEverySurvivor) {
+  HandleTable t;
+  std::vector<std::pair<int64_t, HandleState*>> live;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 3000; ++i) {
+      auto s = NewState();
+      HandleState* raw = s.get();
+      live.push_back({t.Add(std::move(s)), raw});
+    }
+    std::vector<std::pair<int64_t, HandleState*>> keep;
+    for (size_t i = 0; i < live.size(); ++i) {
+      if ((i * 7 + round) % 3 == 0) {
+        ASSERT_TRUE(t.Release(live[i].first).ok());
+      } else {
+        keep.push_back(live[i]);
+      }
+    }
+    live.swap(keep);
+    ASSERT_EQ(t.size(), live.size());
+    for (const auto& [id, raw] : live) {
+      Status err;
+      auto s = t.Find(id, &err);
+      ASSERT_EQ(s.get(), raw) << "handle " << id;
+    }
+  }
+}
+
+TensorEntry Entry(const std::string& name, int32_t set = 0) {
+  TensorEntry e;
+  e.request.name = name;
+  e.request.process_set = set;
+  e.handle = NewState();
+  return e;
+}
+
+TEST(TensorQueue, DuplicateNameUndoesTheWholeCall) {
+  TensorQueue q;
+  TensorEntry one = Entry("a");
+  ASSERT_TRUE(q.Add(&one, 1).ok());
+  std::vector<TensorEntry> group;
+  group.push_back(Entry("b"));
+  group.push_back(Entry("c"));
+  group.push_back(Entry("a"));  // already pending
+  Status s = q.Add(group.data(), group.size());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("'a' is already pending in process set 0"), std::string::npos);
+  EXPECT_EQ(q.PendingCount(0), 1u);  // b and c were taken back out
+  std::vector<TensorEntry> twice;
+  twice.push_back(Entry("d"));
+  twice.push_back(Entry("d"));
+  EXPECT_EQ(q.Add(twice.data(), twice.size()).code(), Code::kInvalidArgument);
+  EXPECT_EQ(q.PendingCount(0), 1u);
+  TensorEntry other_set = Entry("a", 1);  // the same name in another set is fine
+  EXPECT_TRUE(q.Add(&other_set, 1).ok());
+  auto requests = q.PopRequests(0);
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0]->name, "a");
+}
+
+TEST(TensorQueue, TakeUnlinksFoundEntriesAndSkipsMissingOnes) {
+  TensorQueue q;
+  for (const char* n : {"x", "y"}) {
+    TensorEntry e = Entry(n);
+    ASSERT_TRUE(q.Add(&e, 1).ok());
+  }
+  const std::vector<std::string> names{"y", "missing", "x"};
+  std::vector<TensorQueue::Taken> taken(names.size());
+  std::vector<TensorEntry*> found(names.size(), nullptr);
+  EXPECT_EQ(q.Take(0, names, taken.data(), found.data()), 2u);
+  ASSERT_NE(found[0], nullptr);
+  EXPECT_EQ(found[0]->request.name, "y");
+  EXPECT_EQ(found[1], nullptr);
+  ASSERT_NE(found[2], nullptr);
+  EXPECT_EQ(found[2]->request.name, "x");
+  EXPECT_EQ(q.PendingCount(0), 0u);
+  TensorEntry again = Entry("x");  // the name is free again
+  EXPECT_TRUE(q.Add(&again, 1).ok());
+}
+
+}  // namespace
+}  // namespace hvd
