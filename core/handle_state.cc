@@ -57,6 +57,7 @@ bool HandleState::done() {
 
 Status HandleState::Wait(int64_t timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (done_) return status_;  // the common case after a batch: no deadline to compute
   ++waiters_;
   bool finished = true;
   if (timeout_ms < 0) {

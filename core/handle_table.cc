@@ -75,6 +75,18 @@ Status HandleTable::Release(int64_t handle) {
     state = std::move(s->state);
     s->id = kReleased;
     --live_;
+    // A tombstone just before an empty slot ends no probe chain: empty it,
+    // and the tombstones before it. Handles released in order thus leave the
+    // table clean instead of forcing periodic rehashes.
+    const size_t mask = slots_.size() - 1;
+    size_t i = static_cast<size_t>(s - slots_.data());
+    if (slots_[(i + 1) & mask].id == kEmpty) {
+      while (slots_[i].id == kReleased) {
+        slots_[i].id = kEmpty;
+        --used_;
+        i = (i - 1) & mask;
+      }
+    }
   }
   return Status::OK();
 }

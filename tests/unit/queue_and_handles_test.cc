@@ -65,6 +65,24 @@ TEST(HandleTable, GrowsAndFindsEverySurvivor) {
   }
 }
 
+// The training-loop pattern: a batch of handles, then all released in
+// order, many times over. Released slots must come back clean (no growth,
+// every live handle found).
+TEST(HandleTable, InOrderBatchesStayFindable) {
+  HandleTable t;
+  for (int step = 0; step < 200; ++step) {
+    std::vector<int64_t> ids;
+    for (int i = 0; i < 700; ++i) ids.push_back(t.Add(NewState()));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      Status err;
+      ASSERT_NE(t.Find(ids[i], &err), nullptr) << "step " << step << " handle " << ids[i];
+      ASSERT_TRUE(t.Release(ids[i]).ok());
+      if (i + 1 < ids.size()) ASSERT_NE(t.Find(ids.back(), &err), nullptr);
+    }
+    ASSERT_EQ(t.size(), 0u);
+  }
+}
+
 TensorEntry Entry(const std::string& name, int32_t set = 0) {
   TensorEntry e;
   e.request.name = name;
