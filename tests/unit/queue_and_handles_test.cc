@@ -77,7 +77,9 @@ TEST(HandleTable, InOrderBatchesStayFindable) {
       Status err;
       ASSERT_NE(t.Find(ids[i], &err), nullptr) << "step " << step << " handle " << ids[i];
       ASSERT_TRUE(t.Release(ids[i]).ok());
-      if (i + 1 < ids.size()) ASSERT_NE(t.Find(ids.back(), &err), nullptr);
+      if (i + 1 < ids.size()) {
+        ASSERT_NE(t.Find(ids.back(), &err), nullptr);
+      }
     }
     ASSERT_EQ(t.size(), 0u);
   }
