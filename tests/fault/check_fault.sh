@@ -33,23 +33,33 @@ run_job() {  # run_job LIMIT_S CMD... ; sets rc and secs
 case $mode in
   gloo-kill)
     hvdrun=$1 prog=$2
-    run_job 120 "$hvdrun" -np 2 "$prog" kill
-    # Rank 0's first report (its waited op) must be PEER_LOST and come within
-    # 10 s of rank 1's death, measured by the clocks both printed.
+    # Usually the survivor's collective fails at once with PEER_LOST. In a
+    # rare race Gloo leaves a send queued for the dead peer unfailed, and
+    # the survivor only learns of it from HVD_GLOO_TIMEOUT_SECONDS
+    # (docs/fault-tolerance.md, "Gloo's queued-send race"); 5 s here, with
+    # a grace period long enough for that report to come out.
+    HVD_GLOO_TIMEOUT_SECONDS=5 run_job 120 "$hvdrun" --grace-period 20 -np 2 "$prog" kill
+    # Rank 0's first report (its waited op) must be PEER_LOST (or, in that
+    # race, TIMEOUT) and come within 10 s of rank 1's death, measured by the
+    # clocks both printed.
     killed_at=$(sed -n 's/.*FT rank=1 killing itself at_ms=\([0-9]*\).*/\1/p' "$out" | head -1)
-    seen_at=$(sed -n 's/^\[0\]<stdout>:FT rank=0 op=waited status=HVD_ERR_PEER_LOST at_ms=\([0-9]*\).*/\1/p' "$out" | head -1)
+    status=$(sed -n 's/^\[0\]<stdout>:FT rank=0 op=waited status=\(HVD_ERR_PEER_LOST\|HVD_ERR_TIMEOUT\) .*/\1/p' "$out" | head -1)
+    seen_at=$(sed -n 's/^\[0\]<stdout>:FT rank=0 op=waited status=HVD_ERR_[A-Z_]* at_ms=\([0-9]*\).*/\1/p' "$out" | head -1)
     expect "rank 1 announced its death" test -n "$killed_at"
-    expect "rank 0 saw HVD_ERR_PEER_LOST on the op it waited for" test -n "$seen_at"
+    expect "rank 0 saw HVD_ERR_PEER_LOST (or, in Gloo's race, HVD_ERR_TIMEOUT) on the op it waited for" \
+      test -n "$status"
     if [ -n "$killed_at" ] && [ -n "$seen_at" ]; then
-      echo "   detected after $((seen_at - killed_at)) ms"
+      echo "   detected after $((seen_at - killed_at)) ms (${status:-no status})"
       expect "within 10 s" test $((seen_at - killed_at)) -lt 10000
     fi
-    expect "the pending op failed with HVD_ERR_PEER_LOST" \
-      has '^\[0\]<stdout>:FT rank=0 op=pending status=HVD_ERR_PEER_LOST'
-    expect "a later op failed with HVD_ERR_PEER_LOST" \
-      has '^\[0\]<stdout>:FT rank=0 op=later status=HVD_ERR_PEER_LOST'
-    expect "the error names the lost rank and its host" \
-      has '^\[0\]<stdout>:FT rank=0 op=waited .*message=.*connection to rank 1 \(host [^,]+, '
+    expect "the pending op failed with the same status" \
+      has "^\[0\]<stdout>:FT rank=0 op=pending status=${status:-none} "
+    expect "a later op failed with the same status" \
+      has "^\[0\]<stdout>:FT rank=0 op=later status=${status:-none} "
+    if [ "$status" = HVD_ERR_PEER_LOST ]; then
+      expect "the error names the lost rank and its host" \
+        has '^\[0\]<stdout>:FT rank=0 op=waited .*message=.*connection to rank 1 \(host [^,]+, '
+    fi
     expect "hvdrun names rank 1, its host and the signal" \
       has '^hvdrun: rank 1 on host [^ ]+ exited with code 137 \(killed by signal 9.*first failure'
     expect "hvdrun exits with rank 1's code (137)" test "$rc" -eq 137

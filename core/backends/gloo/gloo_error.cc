@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/backends/gloo/sigpipe_block.h"
+
 namespace hvd {
 namespace gloo_backend {
 namespace {
@@ -51,6 +53,7 @@ Code ClassifyGlooMessage(const std::string& what, bool io_error) {
 }
 
 Status GlooGuard(const char* op, const std::string& where, const std::function<void()>& fn) {
+  ScopedSigpipeBlock no_sigpipe;
   try {
     fn();
     return Status::OK();

@@ -26,7 +26,8 @@ class StatusError : public std::runtime_error {
 // Runs `fn`; any exception becomes a Status whose message reads
 // "Gloo <op> (<where>): <what happened>: <gloo's message>".
 // I/O errors and closed connections -> kPeerLost, timeouts -> kTimeout,
-// failed Gloo sanity checks and anything else -> kBackend.
+// failed Gloo sanity checks and anything else -> kBackend. SIGPIPE is
+// blocked in the calling thread meanwhile (sigpipe_block.h).
 Status GlooGuard(const char* op, const std::string& where, const std::function<void()>& fn);
 
 // Classification of a Gloo error message (exposed for tests).
