@@ -1,10 +1,7 @@
 #include "tools/hvdrun/elastic_driver.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,11 +13,10 @@
 #include "core/elastic_keys.h"
 #include "core/rendezvous/kv_client.h"
 #include "core/rendezvous/socket_util.h"
+#include "tools/hvdrun/child_io.h"
 #include "tools/hvdrun/elastic_discovery.h"
 #include "tools/hvdrun/elastic_plan.h"
 #include "tools/hvdrun/net.h"
-#include "tools/hvdrun/output.h"
-#include "tools/hvdrun/process.h"
 
 namespace hvd {
 namespace run {
@@ -43,14 +39,10 @@ constexpr int kTickMs = 100;
 // driver's message about a failed job comes first.
 constexpr double kWorkerTimeoutSlackSeconds = 60.0;
 
-struct Worker {
-  Worker(int id, std::string host)
-      : id(id), host(std::move(host)), out(id, "stdout", 1), err(id, "stderr", 2) {}
+struct Worker : ChildWithOutput {
+  Worker(int id, std::string host) : ChildWithOutput(id), id(id), host(std::move(host)) {}
   int id;
   std::string host;
-  ChildProcess proc;
-  LinePrefixer out;
-  LinePrefixer err;
   bool exited = false;
   bool removed = false;  // stopped by the driver: its exit is not a failure
 };
@@ -60,30 +52,6 @@ struct HostHealth {
   Deadline blacklisted_until = Deadline::Never();
   bool blacklisted() const { return !blacklisted_until.never() && !blacklisted_until.Expired(); }
 };
-
-sigset_t JobSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, sig);
-  return set;
-}
-
-void Relay(ChildProcess* proc, bool is_stdout, LinePrefixer* sink) {
-  int fd = is_stdout ? proc->stdout_fd() : proc->stderr_fd();
-  char buf[65536];
-  ssize_t n = ::read(fd, buf, sizeof(buf));
-  if (n > 0) {
-    sink->Feed(buf, static_cast<size_t>(n));
-    return;
-  }
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  sink->Flush();
-  if (is_stdout) {
-    proc->CloseStdout();
-  } else {
-    proc->CloseStderr();
-  }
-}
 
 bool IsRankSpecific(const std::string& name) {
   static const std::set<std::string> names = {"HVD_RANK",       "HVD_SIZE",       "HVD_LOCAL_RANK",
@@ -376,12 +344,8 @@ void Driver::CheckResetRequests() {
 }
 
 int Driver::Run() {
-  sigset_t set = JobSignals();
-  rendezvous::UniqueFd sfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!sfd.valid()) {
-    std::fprintf(stderr, "hvdrun: signalfd: %s\n", rendezvous::ErrnoString(errno).c_str());
-    return 1;
-  }
+  rendezvous::UniqueFd sfd = OpenJobSignalFd();
+  if (!sfd.valid()) return 1;
   Status s = KVClient::Connect(job_.facts.rendezvous_addr, job_.facts.rendezvous_port, job_.secret,
                                30.0, &client_);
   if (!s.ok()) {
@@ -390,7 +354,7 @@ int Driver::Run() {
     return 1;
   }
   Deadline drain = Deadline::Never();
-  std::vector<pollfd> fds;
+  OutputPoll poll;
   while (true) {
     Reap();
     if (!stopping_ && !finishing_) {
@@ -411,35 +375,17 @@ int Driver::Run() {
     const bool ending = stopping_ || finishing_;
     if (ending && all_exited && drain.never()) drain = Deadline::After(kDrainSeconds);
 
-    fds.clear();
-    fds.push_back({sfd.get(), POLLIN, 0});
-    struct Ref {
-      Worker* w;
-      bool is_stdout;
-    };
-    std::vector<Ref> refs;
-    for (auto& w : workers_) {
-      if (w->proc.stdout_fd() >= 0) {
-        fds.push_back({w->proc.stdout_fd(), POLLIN, 0});
-        refs.push_back({w.get(), true});
-      }
-      if (w->proc.stderr_fd() >= 0) {
-        fds.push_back({w->proc.stderr_fd(), POLLIN, 0});
-        refs.push_back({w.get(), false});
-      }
-    }
-    if (ending && all_exited && (refs.empty() || drain.Expired())) break;
+    poll.Begin(sfd.get());
+    for (auto& w : workers_) poll.Add(w.get());
+    if (ending && all_exited && (poll.open_pipes() == 0 || drain.Expired())) break;
 
     int timeout = kTickMs;
     if (stopping_ && !killed_) timeout = std::min(timeout, kill_deadline_.PollTimeoutMs());
-    int r = ::poll(fds.data(), fds.size(), timeout);
+    int r = poll.Wait(timeout);
     if (r < 0 && errno != EINTR) break;
     if (r <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo info;
-      while (::read(sfd.get(), &info, sizeof(info)) == sizeof(info)) {
-        int sig = static_cast<int>(info.ssi_signo);
-        if (sig == SIGCHLD) continue;
+    if (poll.signal_ready()) {
+      for (int sig : ReadJobSignals(sfd.get())) {
         if (interrupted_) {
           SignalAll(SIGKILL);  // a second interrupt: out now
           killed_ = true;
@@ -454,12 +400,7 @@ int Driver::Run() {
         kill_deadline_ = Deadline::After(opt_.grace_seconds);
       }
     }
-    for (size_t i = 0; i < refs.size(); ++i) {
-      if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) {
-        Worker* w = refs[i].w;
-        Relay(&w->proc, refs[i].is_stdout, refs[i].is_stdout ? &w->out : &w->err);
-      }
-    }
+    poll.RelayReady();
   }
   for (auto& w : workers_) {
     w->out.Flush();

@@ -31,7 +31,7 @@ struct ElasticJob {
 // of the last round all exit 0; the failing worker's code when a worker fails
 // after another has already finished or when no worker is left; 1 when fewer
 // than --min-np workers remain for --elastic-timeout; 128+signal when hvdrun
-// was interrupted. Call BlockJobSignals() before any thread starts.
+// was interrupted. Call BlockJobSignals() (child_io.h) before any thread starts.
 int RunElasticJob(const ElasticJob& job);
 
 }  // namespace run

@@ -9,6 +9,7 @@
 #include "core/rendezvous/kv_protocol.h"
 #include "core/rendezvous/kv_server.h"
 #include "tools/hvdrun/check_build.h"
+#include "tools/hvdrun/child_io.h"
 #include "tools/hvdrun/command.h"
 #include "tools/hvdrun/elastic_discovery.h"
 #include "tools/hvdrun/elastic_driver.h"

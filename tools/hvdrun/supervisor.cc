@@ -1,10 +1,7 @@
 #include "tools/hvdrun/supervisor.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,8 +9,7 @@
 #include <memory>
 
 #include "core/rendezvous/socket_util.h"
-#include "tools/hvdrun/output.h"
-#include "tools/hvdrun/process.h"
+#include "tools/hvdrun/child_io.h"
 
 namespace hvd {
 namespace run {
@@ -26,58 +22,18 @@ using rendezvous::Deadline;
 // grandchild it left behind; stop relaying after this long.
 constexpr double kDrainSeconds = 2.0;
 
-sigset_t JobSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGCHLD);
-  return set;
-}
-
-struct Slot {
-  Slot(int rank, std::string host)
-      : rank(rank), host(std::move(host)), out(rank, "stdout", 1), err(rank, "stderr", 2) {}
+struct Slot : ChildWithOutput {
+  Slot(int rank, std::string host) : ChildWithOutput(rank), rank(rank), host(std::move(host)) {}
   int rank;
   std::string host;
-  ChildProcess proc;
-  LinePrefixer out;
-  LinePrefixer err;
   bool exited = false;
 };
 
-void Relay(ChildProcess* proc, bool is_stdout, LinePrefixer* sink) {
-  int fd = is_stdout ? proc->stdout_fd() : proc->stderr_fd();
-  char buf[65536];
-  ssize_t n = ::read(fd, buf, sizeof(buf));
-  if (n > 0) {
-    sink->Feed(buf, static_cast<size_t>(n));
-    return;
-  }
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  sink->Flush();
-  if (is_stdout) {
-    proc->CloseStdout();
-  } else {
-    proc->CloseStderr();
-  }
-}
-
 }  // namespace
 
-void BlockJobSignals() {
-  sigset_t set = JobSignals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
 int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verbose) {
-  sigset_t set = JobSignals();
-  rendezvous::UniqueFd sfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!sfd.valid()) {
-    std::fprintf(stderr, "hvdrun: signalfd: %s\n", rendezvous::ErrnoString(errno).c_str());
-    return 1;
-  }
+  rendezvous::UniqueFd sfd = OpenJobSignalFd();
+  if (!sfd.valid()) return 1;
   std::vector<std::unique_ptr<Slot>> slots;
   for (const auto& r : ranks) {
     auto slot = std::make_unique<Slot>(r.rank, r.host);
@@ -112,7 +68,7 @@ int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verb
     kill_deadline = Deadline::After(grace_seconds);
   };
 
-  std::vector<pollfd> fds;
+  OutputPoll poll;
   while (true) {
     // Reap first: SIGCHLD can coalesce, so every child is checked each turn.
     bool all_exited = true;
@@ -141,37 +97,19 @@ int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verb
       killed = true;
     }
 
-    fds.clear();
-    fds.push_back({sfd.get(), POLLIN, 0});
-    struct Ref {
-      Slot* slot;
-      bool is_stdout;
-    };
-    std::vector<Ref> refs;
-    for (auto& s : slots) {
-      if (s->proc.stdout_fd() >= 0) {
-        fds.push_back({s->proc.stdout_fd(), POLLIN, 0});
-        refs.push_back({s.get(), true});
-      }
-      if (s->proc.stderr_fd() >= 0) {
-        fds.push_back({s->proc.stderr_fd(), POLLIN, 0});
-        refs.push_back({s.get(), false});
-      }
-    }
-    if (all_exited && (refs.empty() || drain_deadline.Expired())) break;
+    poll.Begin(sfd.get());
+    for (auto& s : slots) poll.Add(s.get());
+    if (all_exited && (poll.open_pipes() == 0 || drain_deadline.Expired())) break;
 
     int timeout = 200;  // also bounds the wait for coalesced SIGCHLDs
     if (stopping && !killed) timeout = std::min(timeout, kill_deadline.PollTimeoutMs());
     if (all_exited) timeout = std::min(timeout, drain_deadline.PollTimeoutMs());
-    int r = ::poll(fds.data(), fds.size(), timeout);
+    int r = poll.Wait(timeout);
     if (r < 0 && errno != EINTR) break;
     if (r <= 0) continue;
 
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo info;
-      while (::read(sfd.get(), &info, sizeof(info)) == sizeof(info)) {
-        int sig = static_cast<int>(info.ssi_signo);
-        if (sig == SIGCHLD) continue;
+    if (poll.signal_ready()) {
+      for (int sig : ReadJobSignals(sfd.get())) {
         if (interrupted_by != 0) {
           // A second interrupt: the user wants out now.
           signal_all(SIGKILL);
@@ -186,12 +124,7 @@ int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verb
         kill_deadline = Deadline::After(grace_seconds);
       }
     }
-    for (size_t i = 0; i < refs.size(); ++i) {
-      if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) {
-        Slot* s = refs[i].slot;
-        Relay(&s->proc, refs[i].is_stdout, refs[i].is_stdout ? &s->out : &s->err);
-      }
-    }
+    poll.RelayReady();
   }
   for (auto& s : slots) {
     s->out.Flush();

@@ -15,15 +15,10 @@ struct RankLaunch {
   std::vector<std::string> env;  // complete environment, "K=V"
 };
 
-// Blocks the signals the supervisor handles through a signalfd. Call before
-// any thread starts (threads inherit the mask; a thread that did not block
-// them could take the signal instead).
-void BlockJobSignals();
-
 // Starts every rank and returns hvdrun's exit code: 0 when all ranks exit 0,
 // the first failing rank's code (128+signal when killed), or 128+signal when
-// hvdrun itself was interrupted. After the first failure the others get
-// SIGTERM, then SIGKILL after grace_seconds.
+// hvdrun itself was interrupted (BlockJobSignals() in child_io.h first). After the first failure
+// the others get SIGTERM, then SIGKILL after grace_seconds.
 int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verbose);
 
 }  // namespace run
