@@ -73,9 +73,10 @@ struct Args {
   std::string w2_shapes;
   std::string w2b_shapes;
   std::vector<std::string> extra_shapes;
-  bool raw = true;        // run the raw baselines
-  int gap = 0;            // float elements between consecutive tensors
-  bool in_place = false;  // outputs are the inputs
+  bool raw = true;               // run the raw baselines
+  int gap = 0;                   // float elements between consecutive tensors
+  bool in_place = false;         // outputs are the inputs
+  std::string backend = "auto";  // --backend: mpi, gloo or auto (the launcher's)
 };
 
 int g_rank = 0;
@@ -115,6 +116,10 @@ void Usage(FILE* f) {
                "                     fusion-buffer copies; N > 0 measures the copying path)\n"
                "  --in-place         reduce each tensor in place (one buffer, as a training\n"
                "                     step does; implies --no-raw)\n"
+               "  --backend B        mpi, gloo or auto (default: what the launcher gives,\n"
+               "                     MPI under mpirun, Gloo under hvdrun); sets\n"
+               "                     HVD_CONTROLLER and HVD_CPU_OPERATIONS; the raw\n"
+               "                     baseline follows it (raw MPI or raw Gloo)\n"
                "  --help             this text\n"
                "Shape file: one tensor per line, dims separated by spaces, '#' comments.\n"
                "Knobs read by hvd: HVD_FUSION_THRESHOLD, HVD_CYCLE_TIME (and others).\n",
@@ -173,6 +178,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
     } else if (f == "--in-place") {
       a->in_place = true;
       a->raw = false;
+    } else if (f == "--backend") {
+      a->backend = value();  // checked before hvd_init (RequestBackend)
     } else {
       if (g_rank == 0) Usage(stderr);
       Die("unknown option '" + f + "'");
@@ -431,6 +438,25 @@ std::string FormatBytes(int64_t b) {
   return buf;
 }
 
+// --backend acts before hvd_init, through the variables hvd reads there.
+// Returns the backend asked for ("auto" when none); exits on a bad value.
+std::string RequestBackend(int argc, char** argv) {
+  std::string backend = "auto";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--backend")) backend = argv[i + 1];
+  }
+  if (backend != "auto" && backend != "mpi" && backend != "gloo") {
+    std::fprintf(stderr, "hvd_bench: bad value for --backend: '%s' (mpi, gloo or auto)\n",
+                 backend.c_str());
+    std::exit(2);
+  }
+  if (backend != "auto") {
+    setenv("HVD_CONTROLLER", backend.c_str(), 1);
+    setenv("HVD_CPU_OPERATIONS", backend.c_str(), 1);
+  }
+  return backend;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -442,6 +468,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
+  const std::string backend = RequestBackend(argc, argv);
   Check(hvd_init(), "hvd_init");
   g_rank = hvd_rank();
   g_size = hvd_size();
@@ -454,6 +481,9 @@ int main(int argc, char** argv) {
 
   const bool on_mpi = hvd_mpi_enabled() == 1;
   const bool on_gloo = hvd_gloo_enabled() == 1;
+  if ((backend == "mpi" && !on_mpi) || (backend == "gloo" && !on_gloo)) {
+    Die("--backend " + backend + " asked for, but hvd runs on " + (on_mpi ? "MPI" : "Gloo"));
+  }
   bool raw_mpi = false;
   std::string raw_note;
 #ifdef HVD_BENCH_HAVE_MPI

@@ -50,6 +50,20 @@ Status EnsureMpiInitialized(const Config& config) {
   return Status::OK();
 }
 
+// Ranks that hvdrun started without --mpi each become an MPI singleton of
+// one rank: every "job" of one would then silently reduce with itself.
+Status CheckNotASingleton() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const char* launched = std::getenv("HVD_SIZE");
+  if (size != 1 || launched == nullptr || std::atoi(launched) <= 1) return Status::OK();
+  return Status::Invalid(std::string("MPI: this process is an MPI job of 1 rank, but its launcher "
+                                     "started HVD_SIZE=") +
+                         launched +
+                         " ranks; ranks started by hvdrun without --mpi cannot use the MPI "
+                         "backend (use hvdrun --mpi or mpirun, or HVD_CONTROLLER=gloo)");
+}
+
 Status CreateMpiWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
   HVD_RETURN_IF_ERROR(EnsureMpiInitialized(*args.config));
   MPI_Comm base = MPI_COMM_WORLD;
@@ -58,6 +72,7 @@ Status CreateMpiWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
     if (base == MPI_COMM_NULL)
       return Status::Invalid("hvd_init_mpi_comm: the communicator is null");
   }
+  if (!args.use_mpi_comm) HVD_RETURN_IF_ERROR(CheckNotASingleton());
   MPI_Comm dup = MPI_COMM_NULL;
   if (MPI_Comm_dup(base, &dup) != MPI_SUCCESS) {
     return Status::Invalid("hvd_init_mpi_comm: MPI_Comm_dup failed (is the handle valid?)");
