@@ -73,10 +73,9 @@ struct Args {
   std::string w2_shapes;
   std::string w2b_shapes;
   std::vector<std::string> extra_shapes;
-  bool raw = true;               // run the raw baselines
-  int gap = 0;                   // float elements between consecutive tensors
-  bool in_place = false;         // outputs are the inputs
-  std::string backend = "auto";  // --backend: mpi, gloo or auto (the launcher's)
+  bool raw = true;        // run the raw baselines
+  int gap = 0;            // float elements between consecutive tensors
+  bool in_place = false;  // outputs are the inputs
 };
 
 int g_rank = 0;
@@ -179,7 +178,7 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->in_place = true;
       a->raw = false;
     } else if (f == "--backend") {
-      a->backend = value();  // checked before hvd_init (RequestBackend)
+      value();  // acted on before hvd_init (RequestBackend)
     } else {
       if (g_rank == 0) Usage(stderr);
       Die("unknown option '" + f + "'");
