@@ -13,10 +13,13 @@
 #
 # Only namespaces and links named hvdsc* and the addresses 10.213.0.0/24
 # are created or removed; nothing else on the machine is touched.
+# HVDSC_PREFIX (at most 12 characters) and HVDSC_NET (three octets) choose
+# other names and another /24, for a second cluster beside this one.
 #
 # Usage (as root):
 #   netns_cluster.sh up N [RATE]   N hosts (1..32), RATE per host link in tc
-#                                  units (default 1gbit). Fails if already up.
+#                                  units (default 1gbit; "none": unshaped).
+#                                  Fails if already up.
 #                                  A watchdog tears the cluster down after
 #                                  HVDSC_TTL seconds (default 7200) in any case.
 #   netns_cluster.sh down          Kill every process in the namespaces, remove
@@ -50,11 +53,12 @@
 #   netns_cluster.sh down
 set -u
 
-PREFIX=hvdsc
+# Tests run their own cluster beside a benchmark's with other names/addresses.
+PREFIX=${HVDSC_PREFIX:-hvdsc}
+NET=${HVDSC_NET:-10.213.0}
 BR_NS=$PREFIX-br
 ROOT_IF=$PREFIX-r
 HOST_IF=${PREFIX}0
-NET=10.213.0
 SUBNET=$NET.0/24
 STATE=/run/$PREFIX
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -65,7 +69,8 @@ die() {
 }
 
 hosts() {  # the host namespaces that exist now, one per line, in order
-  ip netns list 2> /dev/null | awk '{print $1}' | grep "^$PREFIX-h[0-9]*\$" | sort -t h -k 3 -n
+  ip netns list 2> /dev/null | awk '{print $1}' | sed -n "s/^$PREFIX-h\([0-9]*\)\$/\1/p" |
+    sort -n | sed "s/^/$PREFIX-h/"
 }
 
 kill_in_namespaces() {  # SIGKILL every process inside our namespaces
@@ -116,10 +121,13 @@ up() {
   RATE=${2:-1gbit}
   case "$n" in '' | *[!0-9]*) die "up: N must be a number of hosts (1..32), got '$n'" ;; esac
   [ "$n" -ge 1 ] && [ "$n" -le 32 ] || die "up: N must be 1..32, got $n"
-  bps=$(rate_bytes_per_s "$RATE")
-  [ "$bps" != 0 ] || die "up: bad rate '$RATE' (e.g. 1gbit, 500mbit)"
-  BURST=$((bps / 1000))
-  [ "$BURST" -ge 65536 ] || BURST=65536
+  if [ "$RATE" != none ]; then
+    bps=$(rate_bytes_per_s "$RATE")
+    [ "$bps" != 0 ] || die "up: bad rate '$RATE' (e.g. 1gbit, 500mbit, none)"
+    BURST=$((bps / 1000))
+    [ "$BURST" -ge 65536 ] || BURST=65536
+  fi
+  [ ${#PREFIX} -le 12 ] || die "up: HVDSC_PREFIX '$PREFIX' is longer than 12 characters"
   ip netns list 2> /dev/null | awk '{print $1}' | grep -q "^$BR_NS\$" &&
     die "up: a cluster is already up (run: $0 down)"
   if ip -o addr show 2> /dev/null | grep -q " $NET\."; then
@@ -147,8 +155,10 @@ up() {
     ip -n "$ns" link set lo up
     ip -n "$ns" addr add "$NET.$((10 + i))/24" dev "$HOST_IF"
     ip -n "$ns" link set "$HOST_IF" up
-    shape "$ns" "$HOST_IF" "$RATE"  # host -> switch
-    shape "$BR_NS" "p$i" "$RATE"    # switch -> host
+    if [ "$RATE" != none ]; then
+      shape "$ns" "$HOST_IF" "$RATE"  # host -> switch
+      shape "$BR_NS" "p$i" "$RATE"    # switch -> host
+    fi
     i=$((i + 1))
   done
   set +e

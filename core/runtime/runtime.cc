@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/backends/hierarchical/hierarchical_cpu_comm.h"
 #include "core/backends/registry.h"
 #include "core/common/logging.h"
 #include "core/coordination/fusion.h"
@@ -166,6 +167,7 @@ Status Runtime::Init(const InitArgs& args) {
     }
   }
   HVD_RETURN_IF_ERROR(ComputeTopology(ctrl.get()));
+  HVD_RETURN_IF_ERROR(MaybeHierarchicalCpu(config_, HostKey(), "world", &data));
   SetLogRank(topo_.rank);
   controller_name_ = ctrl_entry->name;
   data_name_ = data_entry->name;
@@ -477,6 +479,7 @@ void Runtime::ApplyProcessSetChange(const Response& response, TensorEntry* entry
           ps->data_comm = std::shared_ptr<Comm>(std::move(c));
         }
       }
+      if (s.ok()) s = MaybeHierarchicalCpu(config_, HostKey(), tag, &ps->data_comm);
       if (s.ok()) {
         ps->controller = std::make_unique<Controller>(ps->controller_comm.get(), config_, ps->id);
         ps->controller->set_timeline(&timeline_);

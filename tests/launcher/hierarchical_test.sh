@@ -1,0 +1,97 @@
+#!/bin/sh
+# Hierarchical CPU allreduce across network-namespace hosts: the test
+# program (tests/mp/hierarchical_test.cc, exact results per rank) runs with
+# Gloo (hvdrun -H) and with --mpi on even and uneven placements:
+#   np=4: 2+2 and 3+1 over 2 hosts;  np=6: 2+2+2 and 3+2+1 over 3 hosts.
+# Every rank must log that it uses the hierarchy; HVD_HIERARCHICAL_ALLREDUCE=0
+# must turn it off. The hosts come from scripts/netns_cluster.sh, unshaped,
+# under their own names (hvdht-*) and addresses (10.214.0.0/24).
+#
+#   hierarchical_test.sh NETNS_CLUSTER HVDRUN TEST_PROGRAM WITH_GLOO WITH_MPI
+# Exit 77 (ctest SKIP) where namespaces cannot be created.
+set -u
+CLUSTER=$1
+HVDRUN=$2
+PROG=$3
+WITH_GLOO=$4
+WITH_MPI=$5
+export HVDSC_PREFIX=hvdht HVDSC_NET=10.214.0 HVDSC_TTL=900
+
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
+command -v ip > /dev/null 2>&1 || skip "the 'ip' command (iproute2) is not installed"
+command -v unshare > /dev/null 2>&1 || skip "unshare (per-host host names) is not installed"
+if command -v flock > /dev/null 2>&1; then
+  exec 9> /tmp/hvd-hierarchical-test.lock
+  flock -w 300 9 || skip "another hierarchical test holds the lock"
+fi
+TMP=$(mktemp -d)
+trap 'sh "$CLUSTER" down; rm -rf "$TMP"' EXIT
+trap 'exit 1' INT TERM
+sh "$CLUSTER" down
+sh "$CLUSTER" up 3 none > "$TMP/up" 2>&1 || {
+  grep -q "Operation not permitted\|cannot create" "$TMP/up" && skip "$(cat "$TMP/up")"
+  cat "$TMP/up" >&2
+  exit 1
+}
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$TMP"/out "$TMP"/err; do [ -f "$f" ] && { echo "--- $f" >&2; tail -40 "$f" >&2; }; done
+  exit 1
+}
+
+# run BACKEND NP HOSTS [VAR=VALUE...]: the program under the cluster's time
+# limit; the output is in $TMP/out and $TMP/err.
+run() {
+  backend=$1 np=$2 hosts=$3
+  shift 3
+  if [ "$backend" = gloo ]; then
+    sh "$CLUSTER" run -t 240 sh -c 'exec env "$@"' sh HVD_GLOO_IFACE=hvdht0 \
+      HVD_ALLREDUCE_CHUNK_BYTES=65536 HVD_LOG_LEVEL=info "$@" "$HVDRUN" -np "$np" -H "$hosts" \
+      --ssh-command "sh $CLUSTER exec" --network-interface hvdht-r "$PROG" > "$TMP/out" 2> "$TMP/err"
+  else
+    sh "$CLUSTER" run -t 240 sh -c 'exec env "$@"' sh -u HVD_HOSTNAME \
+      OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader,tcp \
+      OMPI_MCA_mpi_yield_when_idle=1 HVD_ALLREDUCE_CHUNK_BYTES=65536 HVD_LOG_LEVEL=info "$@" \
+      "$HVDRUN" --mpi -np "$np" -H "$hosts" --ssh-command "sh $CLUSTER rsh" \
+      --network-interface 10.214.0.0/24 "$PROG" > "$TMP/out" 2> "$TMP/err"
+  fi
+}
+
+# check WHAT NP HIERARCHICAL(1|0): every rank passed; all or none used it.
+check() {
+  passed=$(grep -c '<stdout>:.*\[  PASSED  \]' "$TMP/out")
+  [ "$passed" = "$2" ] || fail "$1: $passed of $2 ranks reported PASSED"
+  used=$(cat "$TMP/out" "$TMP/err" | grep -c 'hierarchical allreduce (world): ')
+  if [ "$3" = 1 ]; then
+    [ "$used" = "$2" ] || fail "$1: $used of $2 ranks use hierarchical allreduce"
+  else
+    [ "$used" = 0 ] || fail "$1: hierarchical allreduce used although turned off"
+  fi
+  echo "ok: $1"
+}
+
+H1=hvdht-h1 H2=hvdht-h2 H3=hvdht-h3
+for backend in gloo mpi; do
+  if [ "$backend" = gloo ] && [ "$WITH_GLOO" != 1 ]; then
+    echo "SKIP part: Gloo (hvd built without Gloo)"
+    continue
+  fi
+  if [ "$backend" = mpi ] && { [ "$WITH_MPI" != 1 ] || ! command -v mpirun > /dev/null 2>&1; }; then
+    echo "SKIP part: MPI (hvd built without MPI, or no mpirun)"
+    continue
+  fi
+  for placement in "4 $H1:2,$H2:2" "4 $H1:3,$H2:1" "6 $H1:2,$H2:2,$H3:2" "6 $H1:3,$H2:2,$H3:1"; do
+    set -- $placement
+    run "$backend" "$1" "$2" || fail "$backend np=$1 -H $2: exit code $?"
+    check "$backend np=$1 -H $2" "$1" 1
+  done
+  run "$backend" 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=0 ||
+    fail "$backend np=4 flat: exit code $?"
+  check "$backend np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE=0" 4 0
+done
+echo "PASS: hierarchical"
