@@ -8,8 +8,10 @@
 #     --per-host K            ranks per host (default 2); hosts = np / K
 #     --rate R                tc rate of every host link (default 1gbit)
 #     --backends "mpi gloo"   (default both)
-#     --workloads "W2 inception_v3 W2b"   W2 = ResNet-50, W2b = VGG-16,
-#                             any other name = shared/bench/NAME_grads.txt
+#     --workloads "W2 inception_v3 W2b"   W1 = one 64 MiB tensor, W3 = one
+#                             1 KiB tensor (latency), W2 =
+#                             ResNet-50, W2b = VGG-16, any other name =
+#                             shared/bench/NAME_grads.txt
 #     --reps N                launches per configuration (default 1)
 #     --label L               free text stored in the 'label' column
 #     --env "K=V ..."         extra environment for the ranks (e.g.
@@ -90,14 +92,20 @@ shape_file() {
 # hvd_bench arguments that run one workload, named as hvd_bench names it.
 workload_args() {
   case "$1" in
-  W2 | W2b) echo "--workloads $1" ;;
+  W1 | W2 | W2b | W3) echo "--workloads $1" ;;
   *) echo "--workloads , --shapes $(shape_file "$1")" ;;
   esac
 }
 
 iters_for() {  # large workloads take seconds per iteration at 1 Gbit/s
   bytes=$1
-  if [ "$bytes" -gt 268435456 ]; then echo "--iters 3 --warmup 1"; else echo "--iters 5 --warmup 1"; fi
+  if [ "$bytes" -gt 268435456 ]; then
+    echo "--iters 2 --warmup 1"
+  elif [ "$bytes" -lt 1048576 ]; then
+    echo "--iters 50 --warmup 5"
+  else
+    echo "--iters 5 --warmup 1"
+  fi
 }
 
 for np in $NPS; do
@@ -117,9 +125,14 @@ for np in $NPS; do
   for rep in $(seq 1 "$REPS"); do
     for backend in $BACKENDS; do
       for w in $WORKLOADS; do
-        f=$(shape_file "$w")
-        tensors=$(grep -vc '^#' "$f")
-        bytes=$(awk '!/^#/ && NF { n = 1; for (i = 1; i <= NF; i++) n *= $i; s += n } END { printf "%.0f", s * 4 }' "$f")
+        if [ "$w" = W1 ] || [ "$w" = W3 ]; then
+          tensors=1
+          bytes=$([ "$w" = W1 ] && echo 67108864 || echo 1024)
+        else
+          f=$(shape_file "$w")
+          tensors=$(grep -vc '^#' "$f")
+          bytes=$(awk '!/^#/ && NF { n = 1; for (i = 1; i <= NF; i++) n *= $i; s += n } END { printf "%.0f", s * 4 }' "$f")
+        fi
         args="$(workload_args "$w") $(iters_for "$bytes") --csv $TMP/rows.csv $BENCH_ARGS"
         rm -f "$TMP/rows.csv"
         before=$(load1)

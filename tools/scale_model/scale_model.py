@@ -1,0 +1,739 @@
+#!/usr/bin/python3
+"""Alpha-beta model of one data-parallel training step (docs/scaling.md).
+
+A step is forward compute, then backward compute during which gradients
+become ready one tensor at a time (reverse parameter order, evenly spread
+over the backward pass). A background loop negotiates the ready tensors in
+cycles, fuses them into buckets up to the fusion threshold and allreduces
+the buckets one after another; communication overlaps the rest of the
+backward pass. The step ends when compute and the last bucket are done.
+
+One bucket of S bytes costs
+    t_call + n_tensors * t_tensor + 2 * S / copy_bw   (fusion-buffer copies)
+    + allreduce(S)
+and allreduce(S) over P ranks, L per host, H = P / L hosts, each host with a
+full-duplex link of B bytes/s and latency alpha per message step is
+    ring          2 (P-1) alpha + f_ring S / B,   f_ring = 2 (P-1) / P
+    hierarchical  2 (H-1) alpha + 2 (L-1) alpha_local + f_hier S / B,
+                  f_hier = 2 (H-1) / H     (the intra-host steps overlap)
+f is the number of bytes the busiest host link carries per byte reduced
+(block placement: a ring crosses each host boundary once per direction).
+
+Subcommands (all read CSVs, so they can be re-run after hvd's overheads
+change; see docs/scaling.md):
+  calibrate LOCAL.csv [-o params.json]
+      derive hvd's costs from hvd_bench rows (calibrate.sh writes them)
+  validate SHAPED.csv [--params params.json]
+      predict every measured shaped-cluster row (link goodput and call
+      latency from the same session's np=2 and W3 rows); report the error
+  published [--params params.json] [--plot docs/scaling.png]
+      Horovod's 512-GPU setting: the model of Horovod as published and of
+      hvd with its own measured overheads
+"""
+import argparse
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass, replace
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHAPES_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "bench"))
+DEFAULT_PARAMS = os.path.join(HERE, "data", "params.json")
+
+# Workload names (as measure_shaped.sh and hvd_bench write them) -> shape files.
+SHAPE_FILES = {
+    "W2": "resnet50_grads.txt",
+    "resnet50": "resnet50_grads.txt",
+    "W2b": "vgg16_grads.txt",
+    "vgg16": "vgg16_grads.txt",
+    "inception_v3": "inception_v3_grads.txt",
+    "resnet101": "resnet101_grads.txt",
+}
+
+
+def load_tensor_bytes(name, shapes_dir=SHAPES_DIR):
+    """Bytes of each float32 gradient tensor, in parameter order."""
+    path = os.path.join(shapes_dir, SHAPE_FILES.get(name, name + "_grads.txt"))
+    sizes = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#")[0].split()
+            if line:
+                sizes.append(4 * math.prod(int(d) for d in line))
+    return sizes
+
+
+# ---------------------------------------------------------------- the network
+
+
+@dataclass
+class Cluster:
+    ranks: int
+    per_host: int
+    link_bw: float  # bytes/s per host link, each direction (goodput)
+    alpha: float  # s per message step across hosts
+    alpha_local: float = 2e-6  # s per message step inside a host
+    local_bw: float = 10e9  # bytes/s inside a host (only when hosts == 1)
+    # s per collective call whatever its size: on a shared, oversubscribed
+    # machine the wait until every rank is scheduled, measured as the time
+    # of a 1 KiB allreduce (W3) in the same session
+    call_latency: float = 0.0
+
+    @property
+    def hosts(self):
+        return max(1, self.ranks // self.per_host)
+
+
+def traffic_factor(algorithm, cl):
+    """Bytes on the busiest host link per byte allreduced."""
+    P, H = cl.ranks, cl.hosts
+    if P < 2:
+        return 0.0
+    if algorithm == "hierarchical" and H > 1 and cl.per_host > 1:
+        return 2.0 * (H - 1) / H
+    if algorithm == "rabenseifner_far_first" and H > 1:
+        # Open MPI's recursive halving pairs rank r with r ^ (P/2) first:
+        # every rank of a host sends half its buffer across at once.
+        return 2.0 * (P // 2) / P * cl.per_host if H == 2 else 2.0 * (P - 1) / P
+    return 2.0 * (P - 1) / P
+
+
+def allreduce_time(nbytes, cl, algorithm="ring"):
+    """One allreduce call of nbytes (latency + bandwidth terms)."""
+    P, H, L = cl.ranks, cl.hosts, cl.per_host
+    if P < 2 or nbytes <= 0:
+        return 0.0
+    if cl.call_latency > 0:
+        return cl.call_latency + traffic_factor(algorithm, cl) * nbytes / cl.link_bw
+    if H == 1:
+        return 2 * (P - 1) * cl.alpha_local + 2.0 * (P - 1) / P * nbytes / cl.local_bw
+    if algorithm == "hierarchical" and L > 1:
+        lat = 2 * (H - 1) * cl.alpha + 2 * (L - 1) * cl.alpha_local
+    else:
+        # A ring over P ranks: the hops inside a host are cheap ones.
+        lat = 2 * (H - 1) * cl.alpha + 2 * (P - H) * cl.alpha_local
+    return lat + traffic_factor(algorithm, cl) * nbytes / cl.link_bw
+
+
+# ------------------------------------------------------- the framework's loop
+
+
+@dataclass
+class Framework:
+    name: str
+    cycle: float  # s: Horovod sleeps this long before every cycle; hvd waits
+    # at most this long for more work (it wakes on the first submission)
+    sleeps_every_cycle: bool
+    fusion_bytes: float  # fusion threshold
+    t_tensor: float  # s per tensor (submit, negotiate, complete)
+    t_call: float  # s per collective call (bucket) in the library
+    neg_base: float  # s per negotiation cycle, fixed part
+    neg_per_rank: float = 0.0  # s per cycle per rank (a coordinator that
+    # talks to every rank in turn)
+    neg_per_log2: float = 0.0  # s per cycle per log2(P) (a tree/bit allreduce)
+    copy_bw: float = 0.0  # bytes/s of fusion-buffer copies; 0: no copies
+    chunk_bytes: float = 0.0  # buckets split into calls of this size (0: no)
+    algorithm: str = "ring"
+    burst_wait: float = 10e-6  # hvd: quiet time that ends a submission burst
+    solo_bytes: float = 0.0  # tensors at least this big skip fusion (0: none)
+
+    def negotiation(self, P):
+        return self.neg_base + self.neg_per_rank * (P - 1) + self.neg_per_log2 * math.log2(max(P, 2))
+
+
+@dataclass
+class Step:
+    compute: float  # s: the whole single-device step
+    fwd_fraction: float = 1.0 / 3.0  # backward takes twice the forward
+
+
+def bucket_time(sizes, fw, cl):
+    """One fused bucket: per-tensor and per-call costs, copies, allreduce.
+    Returns (total seconds, seconds spent moving bytes)."""
+    nbytes = sum(sizes)
+    t = len(sizes) * fw.t_tensor
+    moving = 0.0
+    if fw.copy_bw > 0 and len(sizes) > 1:
+        moving += 2.0 * nbytes / fw.copy_bw
+    calls = 1
+    if fw.chunk_bytes > 0 and nbytes > fw.chunk_bytes:
+        calls = math.ceil(nbytes / fw.chunk_bytes)
+    t += calls * fw.t_call
+    for _ in range(calls):
+        whole = allreduce_time(nbytes / calls, cl, fw.algorithm)
+        wire = whole - allreduce_time(1e-9, cl, fw.algorithm)  # less the latency
+        t += whole - wire
+        moving += wire
+    return t + moving, moving
+
+
+def fuse(sizes, threshold, solo=0.0):
+    """Greedy, in order; a tensor above the threshold (or at least `solo`
+    bytes, when set) runs alone."""
+    buckets, cur, cur_bytes = [], [], 0
+    for s in sizes:
+        if solo and s >= solo:
+            buckets.append([s])
+            continue
+        if cur and cur_bytes + s > threshold:
+            buckets.append(cur)
+            cur, cur_bytes = [], 0
+        cur.append(s)
+        cur_bytes += s
+    if cur:
+        buckets.append(cur)
+    return buckets
+
+
+def simulate(tensor_bytes, ready, fw, cl, busy=None):
+    """Background loop: returns the time the last bucket completes.
+
+    tensor_bytes, ready: per tensor, in submission order (ready times in s).
+    busy: if a list, receives the (start, end) of the time every bucket
+    moves bytes (copies and the allreduce's bandwidth term).
+    """
+    order = sorted(range(len(tensor_bytes)), key=lambda i: ready[i])
+    pending = 0  # index into order of the first tensor not yet negotiated
+    t = 0.0  # the loop's clock
+    neg = fw.negotiation(cl.ranks)
+    n = len(order)
+    while pending < n:
+        if fw.sleeps_every_cycle:
+            t += fw.cycle
+        else:
+            # Wakes on the first submission, then waits for the burst to end
+            # (quiet for burst_wait, at most one cycle).
+            t = max(t, ready[order[pending]])
+            start = t
+            while True:
+                nxt = pending
+                while nxt < n and ready[order[nxt]] <= t:
+                    nxt += 1
+                if nxt < n and ready[order[nxt]] <= t + fw.burst_wait and t < start + fw.cycle:
+                    t = ready[order[nxt]]
+                    continue
+                break
+            t += fw.burst_wait
+        take = pending
+        while take < n and ready[order[take]] <= t:
+            take += 1
+        t += neg
+        if take == pending:
+            continue
+        batch = [tensor_bytes[order[k]] for k in range(pending, take)]
+        for b in fuse(batch, fw.fusion_bytes, fw.solo_bytes):
+            d, moving = bucket_time(b, fw, cl)
+            if busy is not None and moving > 0:
+                busy.append((t + d - moving, t + d))  # bytes on the move
+            t += d
+        pending = take
+    return t
+
+
+def _stretch(t0, work, busy, gamma):
+    """Time at which `work` seconds of compute started at t0 end, when
+    compute runs 1 + gamma times slower inside the busy intervals."""
+    t = t0
+    for b0, b1 in busy:
+        if b1 <= t:
+            continue
+        if b0 > t:  # free stretch before this interval
+            if work <= b0 - t:
+                return t + work
+            work -= b0 - t
+            t = b0
+        span = (b1 - t) / (1.0 + gamma)
+        if work <= span:
+            return t + work * (1.0 + gamma)
+        work -= span
+        t = b1
+    return t + work
+
+
+def training_step(tensor_bytes, step, fw, cl, gamma=0.0):
+    """Step time with communication overlapping the backward pass.
+
+    gamma: compute slows down by this factor while a collective moves bytes
+    (its kernels and copies share the device's memory and PCIe); waiting
+    out a collective's latency is taken to cost compute nothing.
+    """
+    n = len(tensor_bytes)
+    t_fwd = step.compute * step.fwd_fraction
+    t_bwd = step.compute - t_fwd
+    if cl.ranks < 2:
+        return step.compute
+    busy = []
+    end = t_fwd + t_bwd
+    for _ in range(8 if gamma > 0 else 1):
+        # Backward produces gradients from the last parameter to the first,
+        # evenly over the backward pass (stretched where communication runs).
+        ready = [0.0] * n
+        t = t_fwd
+        for k, i in enumerate(reversed(range(n))):
+            t = _stretch(t, t_bwd / n, busy, gamma)
+            ready[i] = t
+        end = t
+        new_busy = []
+        comm_end = simulate(tensor_bytes, ready, fw, cl, new_busy)
+        busy = new_busy
+    return max(end, comm_end)
+
+
+def efficiency(tensor_bytes, step, fw, cl, gamma=0.0):
+    return step.compute / training_step(tensor_bytes, step, fw, cl, gamma)
+
+
+# ----------------------------------------------------------- CSV helpers
+
+
+def read_rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def median(values):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    m = len(v) // 2
+    return v[m] if len(v) % 2 else 0.5 * (v[m - 1] + v[m])
+
+
+def fnum(row, key, default=float("nan")):
+    try:
+        return float(row.get(key, ""))
+    except ValueError:
+        return default
+
+
+# ------------------------------------------------------------- calibration
+
+
+def calibrate_local(rows):
+    """hvd's costs per backend from calibrate.sh rows (np=2, one host).
+
+    per cycle  = W3 hvd - W3 raw (one tensor: wake-up, negotiation, call)
+    per tensor = (W4 hvd - W4 raw one call - per cycle) / 1000
+    copy bw    = 2 * bytes(W2) / (W2 with --gap - W2 without), where hvd
+                 copies every tensor into and out of the fusion buffer
+    """
+    out = {}
+    w2_bytes = sum(load_tensor_bytes("W2"))
+    for backend in sorted({r["backend"] for r in rows}):
+
+        def med(workload, impl, variant="default"):
+            return median(
+                [
+                    fnum(r, "median_ms") * 1e-3
+                    for r in rows
+                    if r["backend"] == backend
+                    and r["variant"] == variant
+                    and r["workload"] == workload
+                    and r["impl"].startswith(impl)
+                ]
+            )
+
+        raw = "raw MPI" if backend == "mpi" else "raw Gloo"
+        cycle = med("W3", "hvd") - med("W3", raw)
+        per_tensor = (med("W4", "hvd") - med("W4", raw + " one call") - cycle) / 1000.0
+        extra = med("W2", "hvd", "gap") - med("W2", "hvd")
+        out[backend] = {
+            "neg_base": max(cycle, 0.0),
+            "t_tensor": max(per_tensor, 0.0) if per_tensor == per_tensor else None,
+            # nan (no gap rows) or noise below zero: not measurable, no copies
+            "copy_bw": 2.0 * w2_bytes / extra if extra > 0 else 0.0,
+            "samples": sum(1 for r in rows if r["backend"] == backend),
+            "load1": median([fnum(r, "load1") for r in rows if r["backend"] == backend]),
+        }
+    # The per-tensor work is the core's, not the backend's: a backend
+    # without W4 rows borrows the other's figure.
+    known = [v["t_tensor"] for v in out.values() if v["t_tensor"] is not None]
+    for v in out.values():
+        if v["t_tensor"] is None:
+            v["t_tensor"] = median(known) if known else 0.0
+            v["t_tensor_borrowed"] = True
+    return out
+
+
+def session_latencies(rows, impl="raw"):
+    """(backend, np) -> median seconds of a 1 KiB allreduce (W3) in the
+    session: raw calls (impl "raw") or through hvd (impl "hvd")."""
+    out = {}
+    for r in rows:
+        if r["workload"] == "W3" and r["impl"].startswith(impl):
+            out.setdefault((r["backend"], int(r["np"])), []).append(fnum(r, "median_ms") * 1e-3)
+    return {k: median(v) for k, v in out.items()}
+
+
+def session_cycles(rows):
+    """(backend, np) -> seconds hvd's cycle adds to one small allreduce on
+    the cluster (negotiation over the links): W3 through hvd less raw W3."""
+    raw, hvd = session_latencies(rows, "raw"), session_latencies(rows, "hvd")
+    return {k: max(0.0, hvd[k] - raw[k]) for k in raw if k in hvd}
+
+
+def calibrate_link(rows):
+    """Per backend: goodput of one shaped host link, from the 'link' rows of
+    measure_shaped.sh (np=2, one rank per host: a raw allreduce of S bytes
+    sends S bytes each way), less the session's call latency at np=2."""
+    lat = session_latencies(rows)
+    out = {}
+    for backend in sorted({r["backend"] for r in rows if r["label"] == "link"}):
+        t = median(
+            [
+                fnum(r, "median_ms") * 1e-3
+                for r in rows
+                if r["label"] == "link"
+                and r["backend"] == backend
+                and r["workload"] == "W1"
+                and r["impl"].startswith("raw")
+            ]
+        )
+        l2 = lat.get((backend, 2), 0.0)
+        out[backend] = {"link_bw": 64 * 2**20 / (t - l2), "latency_np2": l2}
+    return out
+
+
+def load_params(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+# ---------------------------------------------------- the shaped cluster
+
+MPI_CHUNK = 4 * 2**20  # HVD_ALLREDUCE_CHUNK_BYTES default
+
+
+def hvd_framework(p, backend, algorithm, cycle_cost):
+    """hvd as calibrated: wakes on submission, 128 MiB fusion; a cycle costs
+    what it was measured to cost on the cluster (W3 through hvd less raw)."""
+    c = p["hvd"][backend]
+    return Framework(
+        name="hvd",
+        cycle=1e-3,
+        sleeps_every_cycle=False,
+        fusion_bytes=128 * 2**20,
+        t_tensor=c["t_tensor"],
+        t_call=0.0,
+        neg_base=cycle_cost,
+        copy_bw=0.0,  # hvd_bench's tensors are adjacent views: no copies
+        chunk_bytes=MPI_CHUNK if backend == "mpi" or algorithm == "hierarchical" else 0.0,
+        algorithm=algorithm,
+        # MPI: tensors of a quarter chunk or more run alone, in place
+        solo_bytes=MPI_CHUNK / 4 if backend == "mpi" else 0.0,
+    )
+
+
+def predict_shaped(row, p, links, latencies, cycles):
+    """Predicted seconds for one measure_shaped.sh row (None: not modelled).
+
+    Link goodput from the session's np=2 rows; call latency and hvd's cycle
+    cost from its W3 rows at the same np (for the cross-host calls of the
+    hierarchy: at np = hosts); hvd's per-tensor cost from calibrate.sh.
+    """
+    backend, impl = row["backend"], row["impl"]
+    P, L = int(row["np"]), int(row["per_host"])
+    link = links.get(backend)
+    lat = latencies.get((backend, P))
+    if link is None or lat is None or row["workload"] == "W3":
+        return None
+    cl = Cluster(P, L, link["link_bw"], 0.0, call_latency=lat)
+    sizes = load_tensor_bytes(row["workload"]) if row["workload"] != "W1" else [64 * 2**20]
+    # Open MPI's allreduce of large messages (recursive halving, then
+    # doubling) with ranks placed by host crosses the host links as the
+    # hierarchy does: 2(H-1)/H of the bytes (measured with the links' byte
+    # counters); Gloo's ring carries 2(P-1)/P.
+    flat = "hierarchical" if backend == "mpi" else "ring"
+    if impl == "hvd":
+        hier = row["label"].startswith("hier")
+        fw = hvd_framework(p, backend, "hierarchical" if hier else flat,
+                           cycles.get((backend, P), p["hvd"][backend]["neg_base"]))
+        if hier:
+            # Calls of the pipeline are cross-host calls among one rank per host.
+            hosts = max(2, P // L)
+            cl = replace(cl, call_latency=latencies.get((backend, hosts), lat))
+        return simulate(sizes, [0.0] * len(sizes), fw, cl)
+    if impl.endswith("per tensor"):
+        return sum(allreduce_time(s, cl, flat) for s in sizes)
+    if impl.startswith("raw"):
+        return allreduce_time(sum(sizes), cl, flat)
+    return None
+
+
+def cmd_validate(args):
+    p = load_params(args.params)
+    rows = read_rows(args.shaped)
+    links = calibrate_link(rows)
+    latencies = session_latencies(rows)
+    cycles = session_cycles(rows)
+    print("link (from the np=2 rows):", json.dumps(links))
+    print("hvd cycle cost (W3 hvd - raw):", ", ".join(
+        "%s np=%d %.2f ms" % (b, n, 1e3 * v) for (b, n), v in sorted(cycles.items())))
+    print("call latency (W3, raw):", ", ".join(
+        "%s np=%d %.2f ms" % (b, n, 1e3 * v) for (b, n), v in sorted(latencies.items())))
+    print("%-4s %-6s %-5s %-13s %-20s %9s %9s %7s %6s" % (
+        "np", "label", "bknd", "workload", "impl", "meas_ms", "model_ms", "err", "load"))
+    errs = []
+    groups = {}
+    for r in rows:
+        if r["label"] == "link" or int(r["np"]) < 4:
+            continue
+        key = (r["np"], r["label"], r["backend"], r["workload"], r["impl"])
+        groups.setdefault(key, []).append(r)
+    for key, rs in sorted(groups.items(), key=lambda kv: (int(kv[0][0]), kv[0][1:])):
+        meas = median([fnum(r, "median_ms") for r in rs])
+        pred = predict_shaped(rs[0], p, links, latencies, cycles)
+        if pred is None:
+            continue
+        err = pred * 1e3 / meas - 1
+        errs.append((key, err))
+        load = median([fnum(r, "load1_before") for r in rs])
+        print("%-4s %-6s %-5s %-13s %-20s %9.1f %9.1f %+6.1f%% %6.1f" % (
+            key[0], key[1], key[2], key[3], key[4], meas, pred * 1e3, 100 * err, load))
+    within = sum(1 for _, e in errs if abs(e) <= 0.15)
+    print("within 15%%: %d of %d" % (within, len(errs)))
+
+
+def cmd_calibrate(args):
+    p = load_params(args.output) if os.path.exists(args.output) else {}
+    p["hvd"] = calibrate_local(read_rows(args.local))
+    p["hvd_source"] = os.path.basename(args.local)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w") as f:
+        json.dump(p, f, indent=2, sort_keys=True)
+        f.write("\n")
+    print(json.dumps(p, indent=2, sort_keys=True))
+
+
+# ------------------------------------------- Horovod's published setting
+
+# Single-GPU images/s at batch 64 on the hardware of Horovod's published
+# runs (4 Pascal GPUs per server, 25 Gbit/s RoCE): Horovod's README of
+# 2017-09-03, https://github.com/horovod/horovod/blob/830ef659/README.md
+# ("Baseline single-GPU (batch size=64)"). Cross-check, TensorFlow's own
+# P100 figures (DGX-1, batch 64, synthetic): Inception V3 142, VGG16 154
+# images/s, https://github.com/tensorflow/docs/blob/master/site/en/r1/guide/performance/benchmarks.md
+PASCAL_IMAGES_PER_S = {"inception_v3": 134.4, "resnet101": 119.4, "vgg16": 130.9}
+BATCH = 64
+
+# Published scaling efficiencies (speed-up / GPUs), same hardware:
+#  16 GPUs: README 2017-09-03 (830ef659), "RDMA Horovod on GPU (NCCL)": 15.0x 14.6x 13.7x
+# 128 GPUs: README 2017-10-17 (6bb6a2db): 90%, 90%, 79%
+# 512 GPUs: README 2018-05-10 (8318a898): 90%, 90%, 68%
+PUBLISHED = {
+    16: {"inception_v3": 15.0 / 16, "resnet101": 14.6 / 16, "vgg16": 13.7 / 16},
+    128: {"inception_v3": 0.90, "resnet101": 0.90, "vgg16": 0.79},
+    512: {"inception_v3": 0.90, "resnet101": 0.90, "vgg16": 0.68},
+}
+SCALES = [8, 16, 64, 128, 256, 512]
+GPUS_PER_SERVER = 4
+LINK_LINE_RATE = 25e9 / 8  # bytes/s
+
+
+@dataclass
+class GpuCluster:
+    """The published cluster; the three *fit* values are fitted (fit_horovod)."""
+
+    link_bw: float = 2.9e9  # fit: NCCL's goodput on one 25 Gbit/s RoCE link
+    fabric: float = 0.0  # fit: goodput / (1 + fabric * log2(servers / 4))
+    gamma: float = 0.0  # fit: compute slowdown while a collective runs
+    alpha: float = 10e-6  # s per inter-server ring step (NCCL over RoCE)
+    alpha_local: float = 3e-6  # s per intra-server ring step (PCIe)
+    ctrl_latency: float = 20e-6  # s per control message round trip (MPI over TCP)
+    cpu_link_bw: float = 2.5e9  # bytes/s of the CPU backend over the same link
+    pcie_bw: float = 10e9  # bytes/s of hvd's pinned staging copies
+
+    def cluster(self, gpus):
+        servers = max(1, gpus // GPUS_PER_SERVER)
+        bw = self.link_bw / (1.0 + self.fabric * math.log2(max(servers, 4) / 4.0))
+        return Cluster(gpus, min(gpus, GPUS_PER_SERVER), bw, self.alpha, self.alpha_local)
+
+
+def horovod_published_framework():
+    """Horovod as it ran the published benchmarks (0.9 to 0.13, 2017-18):
+    the loop sleeps 5 ms before every cycle; rank 0 receives a request list
+    from, and sends the response list to, every rank in turn (no response
+    cache yet); 64 MiB fusion; flat NCCL ring."""
+    return Framework(
+        name="Horovod (published)",
+        cycle=5e-3,
+        sleeps_every_cycle=True,
+        fusion_bytes=64 * 2**20,
+        t_tensor=20e-6,  # 2 copy launches + request bookkeeping
+        t_call=50e-6,  # NCCL launch + stream synchronisation
+        neg_base=100e-6,
+        neg_per_rank=10e-6,  # 2 messages per rank at the coordinator, ~5 us each
+        copy_bw=200e9,  # P100 device-to-device copies into the fusion buffer
+        algorithm="ring",
+    )
+
+
+def hvd_gpu_framework(p, g, backend="mpi", hierarchical=False):
+    """hvd in the same setting: its measured per-cycle and per-tensor costs
+    (host side) plus the same GPU-side costs as Horovod; negotiation is one
+    bit-vector allreduce (response cache), log2(P) control rounds."""
+    c = p["hvd"][backend]
+    return Framework(
+        name="hvd" + (" hierarchical" if hierarchical else ""),
+        cycle=1e-3,
+        sleeps_every_cycle=False,
+        fusion_bytes=128 * 2**20,
+        t_tensor=10e-6 + c["t_tensor"],
+        t_call=50e-6,
+        neg_base=c["neg_base"],
+        neg_per_log2=g.ctrl_latency,
+        copy_bw=200e9,
+        algorithm="hierarchical" if hierarchical else "ring",
+    )
+
+
+def gpu_efficiency(model, gpus, fw, g):
+    sizes = load_tensor_bytes(model)
+    step = Step(BATCH / PASCAL_IMAGES_PER_S[model])
+    cl = g.cluster(gpus)
+    if fw.algorithm == "hierarchical":
+        # hvd's GPU hierarchy: NCCL inside the server, the CPU backend across
+        # servers on one share per GPU, staged through pinned host memory.
+        cl = replace(cl, link_bw=1.0 / (1.0 / min(cl.link_bw, g.cpu_link_bw)
+                                        + 2.0 / (GPUS_PER_SERVER * g.pcie_bw)))
+    return efficiency(sizes, step, fw, cl, g.gamma)
+
+
+def fit_horovod(grid=None):
+    """Fits link_bw, fabric and gamma on VGG-16 at 16, 128 and 512 GPUs and
+    on Inception V3 and ResNet-101 at 16 GPUs; Inception V3 and ResNet-101 at
+    128 and 512 GPUs are left out to be predicted."""
+    fw = horovod_published_framework()
+    train = [(16, m) for m in PUBLISHED[16]] + [(128, "vgg16"), (512, "vgg16")]
+    best = None
+    grid = grid or {
+        "link_bw": [2.6e9, 2.7e9, 2.8e9, 2.9e9, 3.0e9, 3.1e9],
+        "fabric": [0.0125 * i for i in range(9)],
+        "gamma": [0.05 * i for i in range(13)],
+    }
+    for bw in grid["link_bw"]:
+        for fab in grid["fabric"]:
+            for gam in grid["gamma"]:
+                g = GpuCluster(link_bw=bw, fabric=fab, gamma=gam)
+                err = sum((gpu_efficiency(m, n, fw, g) - PUBLISHED[n][m]) ** 2 for n, m in train)
+                if best is None or err < best[0]:
+                    best = (err, g)
+    return best[1], train
+
+
+def cmd_published(args):
+    p = load_params(args.params)
+    g, train = fit_horovod()
+    hor = horovod_published_framework()
+    frameworks = [
+        ("Horovod model", hor),
+        ("hvd (MPI controller)", hvd_gpu_framework(p, g, "mpi")),
+        ("hvd hierarchical", hvd_gpu_framework(p, g, "mpi", hierarchical=True)),
+    ]
+    print("fitted: link goodput %.2f GB/s (line %.3f), fabric %.3f, gamma %.2f" % (
+        g.link_bw / 1e9, LINK_LINE_RATE / 1e9, g.fabric, g.gamma))
+    print("fitted on: %s" % ", ".join("%s@%d" % (m, n) for n, m in train))
+    results = {}
+    for name, fw in frameworks:
+        for m in PASCAL_IMAGES_PER_S:
+            results[(name, m)] = [gpu_efficiency(m, n, fw, g) for n in SCALES]
+    print("%-22s %-13s " % ("", "model") + " ".join("%6d" % n for n in SCALES))
+    for m in PASCAL_IMAGES_PER_S:
+        pub = ["%6s" % ("%.1f" % (100 * PUBLISHED[n][m]) if n in PUBLISHED else "-") for n in SCALES]
+        print("%-22s %-13s " % ("published", m) + " ".join(pub))
+        for name, _ in frameworks:
+            print("%-22s %-13s " % (name, m) + " ".join("%6.1f" % (100 * e) for e in results[(name, m)]))
+    print("Horovod model minus published (points):")
+    for m in PASCAL_IMAGES_PER_S:
+        d = []
+        for i, n in enumerate(SCALES):
+            if n in PUBLISHED:
+                mark = "" if (n, m) in train else "*"
+                d.append("%d:%+.1f%s" % (n, 100 * (results[("Horovod model", m)][i] - PUBLISHED[n][m]), mark))
+        print("  %-13s %s   (* = predicted, not fitted)" % (m, " ".join(d)))
+    if args.plot:
+        plot_published(args.plot, results, frameworks, args.shaped, p)
+
+
+def plot_published(path, results, frameworks, shaped_csv, p):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = 4 if shaped_csv else 3
+    fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 4.0))
+    titles = {"inception_v3": "Inception V3", "resnet101": "ResNet-101", "vgg16": "VGG-16"}
+    styles = {"Horovod model": ("C0", "--"), "hvd (MPI controller)": ("C3", "-"),
+              "hvd hierarchical": ("C2", ":")}
+    for ax, m in zip(axes, PASCAL_IMAGES_PER_S):
+        for name, _ in frameworks:
+            color, ls = styles[name]
+            ax.plot(SCALES, [100 * e for e in results[(name, m)]], ls, color=color, label=name)
+        pts = sorted(PUBLISHED)
+        ax.plot(pts, [100 * PUBLISHED[n][m] for n in pts], "o", color="k", label="Horovod, published")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(SCALES)
+        ax.set_xticklabels([str(n) for n in SCALES])
+        ax.set_ylim(50, 101)
+        ax.set_title("%s (Pascal, 25 Gbit/s)" % titles[m])
+        ax.set_xlabel("GPUs")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("scaling efficiency, %")
+    axes[0].legend(fontsize=8, loc="lower left")
+    if shaped_csv:
+        ax = axes[3]
+        rows = read_rows(shaped_csv)
+        links = calibrate_link(rows)
+        latencies = session_latencies(rows)
+        cycles = session_cycles(rows)
+        for backend, marker in (("gloo", "o"), ("mpi", "s")):
+            xs, ys = [], []
+            groups = {}
+            for r in rows:
+                if r["backend"] != backend or r["label"] == "link" or int(r["np"]) < 4:
+                    continue
+                groups.setdefault((r["np"], r["label"], r["workload"], r["impl"]), []).append(r)
+            for rs in groups.values():
+                pred = predict_shaped(rs[0], p, links, latencies, cycles)
+                if pred:
+                    xs.append(median([fnum(r, "median_ms") for r in rs]) / 1e3)
+                    ys.append(pred)
+            ax.plot(xs, ys, marker, label=backend, alpha=0.7)
+        lim = [0.3, 40]
+        ax.plot(lim, lim, "k-", lw=0.8)
+        ax.fill_between(lim, [0.85 * v for v in lim], [1.15 * v for v in lim], color="k", alpha=0.08)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("measured s/iteration (shaped cluster)")
+        ax.set_ylabel("model s/iteration")
+        ax.set_title("Validation: np=4, 8 at 1 Gbit/s")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("wrote", path)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("calibrate", help="hvd's costs from calibrate.sh rows")
+    c.add_argument("local")
+    c.add_argument("-o", "--output", default=DEFAULT_PARAMS)
+    c.set_defaults(func=cmd_calibrate)
+    v = sub.add_parser("validate", help="predict the measured shaped-cluster rows")
+    v.add_argument("shaped")
+    v.add_argument("--params", default=DEFAULT_PARAMS)
+    v.set_defaults(func=cmd_validate)
+    pb = sub.add_parser("published", help="Horovod's 512-GPU setting, Horovod and hvd")
+    pb.add_argument("--params", default=DEFAULT_PARAMS)
+    pb.add_argument("--plot", help="write the figure here (PNG)")
+    pb.add_argument("--shaped", help="add the validation panel from this CSV")
+    pb.set_defaults(func=cmd_published)
+    args = ap.parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
