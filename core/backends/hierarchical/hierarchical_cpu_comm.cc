@@ -25,7 +25,7 @@ std::vector<int64_t> Blocks(int64_t count, int parts) {
 HierarchicalCpuComm::HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::unique_ptr<Comm> local,
                                          std::unique_ptr<Comm> cross, const HostPlan& plan,
                                          bool concurrent, int64_t chunk_bytes)
-    : flat_(std::move(flat)),
+    : ForwardingComm(std::move(flat)),
       local_(std::move(local)),
       cross_(std::move(cross)),
       plan_(plan),
@@ -34,7 +34,7 @@ HierarchicalCpuComm::HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::unique
 
 void HierarchicalCpuComm::SetAllreduceChunkBytes(int64_t bytes) {
   chunk_bytes_ = bytes;
-  flat_->SetAllreduceChunkBytes(bytes);
+  ForwardingComm::SetAllreduceChunkBytes(bytes);
   local_->SetAllreduceChunkBytes(bytes);
   if (cross_) cross_->SetAllreduceChunkBytes(bytes);
 }

@@ -18,64 +18,29 @@
 #include <string>
 #include <vector>
 
-#include "core/backends/comm.h"
+#include "core/backends/forwarding_comm.h"
 #include "core/backends/hierarchical/host_plan.h"
 #include "core/backends/hierarchical/pipeline_worker.h"
 #include "core/common/config.h"
 
 namespace hvd {
 
-class HierarchicalCpuComm : public Comm {
+class HierarchicalCpuComm : public ForwardingComm {
  public:
-  // `local` spans my host's ranks; `cross` the carriers of my share (null
-  // when I carry none). `concurrent`: local and cross may be used from two
-  // threads at once (Gloo; MPI with MPI_THREAD_MULTIPLE).
+  // `flat` spans the set (every call but allreduce goes there); `local` my
+  // host's ranks; `cross` the carriers of my share (null when I carry none).
+  // `concurrent`: local and cross may be used from two threads at once
+  // (Gloo; MPI with MPI_THREAD_MULTIPLE).
   HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::unique_ptr<Comm> local,
                       std::unique_ptr<Comm> cross, const HostPlan& plan, bool concurrent,
                       int64_t chunk_bytes);
 
-  int rank() const override { return flat_->rank(); }
-  int size() const override { return flat_->size(); }
-  const char* backend_name() const override { return flat_->backend_name(); }
   void SetAllreduceChunkBytes(int64_t bytes) override;
-  int64_t fusion_solo_bytes() const override { return flat_->fusion_solo_bytes(); }
-
-  Status AllreduceBits(uint64_t* w, size_t n, BitOp op) override {
-    return flat_->AllreduceBits(w, n, op);
-  }
-  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override {
-    return flat_->GatherBytes(mine, root, all);
-  }
-  Status BroadcastBytes(std::string* bytes, int root) override {
-    return flat_->BroadcastBytes(bytes, root);
-  }
-  Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all) override {
-    return flat_->AllgatherBytes(mine, all);
-  }
-
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
     return AllreduceFrom(buf, buf, count, dt, op);
   }
   // `in` may equal `out`.
   Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
-  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& b) override {
-    return flat_->Allgatherv(in, out, b);
-  }
-  Status Broadcast(void* buf, int64_t bytes, int root) override {
-    return flat_->Broadcast(buf, bytes, root);
-  }
-  Status Alltoallv(const void* in, const std::vector<int64_t>& s, void* out,
-                   const std::vector<int64_t>& r) override {
-    return flat_->Alltoallv(in, s, out, r);
-  }
-  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
-                       ReduceOp op) override {
-    return flat_->Reducescatter(in, out, counts, dt, op);
-  }
-  Status Barrier() override { return flat_->Barrier(); }
-  Status Split(const std::vector<int>& r, const std::string& t, std::unique_ptr<Comm>* o) override {
-    return flat_->Split(r, t, o);
-  }
 
  private:
   // Elements per local rank for a chunk of n elements: shares for the
@@ -84,7 +49,6 @@ class HierarchicalCpuComm : public Comm {
   Status Pipelined(const uint8_t* in, uint8_t* out, int64_t count, int64_t chunk, size_t esize,
                    DataType dt, ReduceOp op);
 
-  std::shared_ptr<Comm> flat_;
   std::unique_ptr<Comm> local_;
   std::unique_ptr<Comm> cross_;
   HostPlan plan_;

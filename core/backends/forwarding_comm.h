@@ -1,0 +1,70 @@
+// A Comm that hands every call to another Comm: the base of decorators
+// that change a few calls (hierarchical allreduce) and keep the rest.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backends/comm.h"
+
+namespace hvd {
+
+class ForwardingComm : public Comm {
+ public:
+  explicit ForwardingComm(std::shared_ptr<Comm> inner) : inner_(std::move(inner)) {}
+
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  const char* backend_name() const override { return inner_->backend_name(); }
+  bool supports_device(const Device& d) const override { return inner_->supports_device(d); }
+  void SetAllreduceChunkBytes(int64_t bytes) override { inner_->SetAllreduceChunkBytes(bytes); }
+  int64_t fusion_solo_bytes() const override { return inner_->fusion_solo_bytes(); }
+
+  Status AllreduceBits(uint64_t* w, size_t n, BitOp op) override {
+    return inner_->AllreduceBits(w, n, op);
+  }
+  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override {
+    return inner_->GatherBytes(mine, root, all);
+  }
+  Status BroadcastBytes(std::string* bytes, int root) override {
+    return inner_->BroadcastBytes(bytes, root);
+  }
+  Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all) override {
+    return inner_->AllgatherBytes(mine, all);
+  }
+
+  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
+    return inner_->Allreduce(buf, count, dt, op);
+  }
+  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt,
+                       ReduceOp op) override {
+    return inner_->AllreduceFrom(in, out, count, dt, op);
+  }
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& b) override {
+    return inner_->Allgatherv(in, out, b);
+  }
+  Status Broadcast(void* buf, int64_t bytes, int root) override {
+    return inner_->Broadcast(buf, bytes, root);
+  }
+  Status Alltoallv(const void* in, const std::vector<int64_t>& s, void* out,
+                   const std::vector<int64_t>& r) override {
+    return inner_->Alltoallv(in, s, out, r);
+  }
+  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
+                       ReduceOp op) override {
+    return inner_->Reducescatter(in, out, counts, dt, op);
+  }
+  Status Barrier() override { return inner_->Barrier(); }
+  Status Split(const std::vector<int>& r, const std::string& t, std::unique_ptr<Comm>* o) override {
+    return inner_->Split(r, t, o);
+  }
+
+ protected:
+  Comm& inner() const { return *inner_; }
+
+ private:
+  std::shared_ptr<Comm> inner_;
+};
+
+}  // namespace hvd
