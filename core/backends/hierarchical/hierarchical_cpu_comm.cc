@@ -128,6 +128,14 @@ Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
   if (config.hierarchical_allreduce_fixed && !config.hierarchical_allreduce) return Status::OK();
   Comm& flat = **data;
   if (flat.size() < 3) return Status::OK();  // two ranks: nothing to group
+  // Automatic only over Gloo, whose ring sends 2(P-1)/P of the bytes over
+  // every host link. Open MPI's large-message allreduce (recursive halving,
+  // then doubling) already crosses hosts as the hierarchy does when ranks
+  // are placed by host, and there the three steps only add calls (measured
+  // in docs/scaling.md); HVD_HIERARCHICAL_ALLREDUCE=1 asks for it anyway.
+  if (!config.hierarchical_allreduce_fixed && std::strcmp(flat.backend_name(), "GLOO") != 0) {
+    return Status::OK();
+  }
   std::vector<std::string> hosts;
   HVD_RETURN_IF_ERROR(flat.AllgatherBytes(host_key, &hosts));
   const HostPlan plan = PlanHosts(hosts, flat.rank());

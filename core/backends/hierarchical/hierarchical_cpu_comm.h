@@ -60,7 +60,8 @@ class HierarchicalCpuComm : public ForwardingComm {
 
 // The hook where a process set's data communicator is made: when the set's
 // ranks span more than one host and some host holds more than one rank,
-// wraps *data in HierarchicalCpuComm (unless HVD_HIERARCHICAL_ALLREDUCE=0).
+// wraps *data in HierarchicalCpuComm: by default on Gloo, on any backend
+// with HVD_HIERARCHICAL_ALLREDUCE=1, never with HVD_HIERARCHICAL_ALLREDUCE=0.
 // Collective over the set's members; `host_key` names this rank's host,
 // `tag` is unique per set and equal on its members.
 Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
