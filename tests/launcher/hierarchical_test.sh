@@ -3,8 +3,8 @@
 # program (tests/mp/hierarchical_test.cc, exact results per rank) runs with
 # Gloo (hvdrun -H) and with --mpi on even and uneven placements:
 #   np=4: 2+2 and 3+1 over 2 hosts;  np=6: 2+2+2 and 3+2+1 over 3 hosts.
-# Every rank must log that it uses the hierarchy; HVD_HIERARCHICAL_ALLREDUCE=0
-# must turn it off. The hosts come from scripts/netns_cluster.sh, unshaped,
+# Every rank must log that it uses the hierarchy (HVD_HIERARCHICAL_ALLREDUCE=1);
+# unset, it is on for Gloo and off for MPI; =0 turns it off. The hosts come from scripts/netns_cluster.sh, unshaped,
 # under their own names (hvdht-*) and addresses (10.214.0.0/24).
 #
 #   hierarchical_test.sh NETNS_CLUSTER HVDRUN TEST_PROGRAM WITH_GLOO WITH_MPI
@@ -87,11 +87,18 @@ for backend in gloo mpi; do
   fi
   for placement in "4 $H1:2,$H2:2" "4 $H1:3,$H2:1" "6 $H1:2,$H2:2,$H3:2" "6 $H1:3,$H2:2,$H3:1"; do
     set -- $placement
-    run "$backend" "$1" "$2" || fail "$backend np=$1 -H $2: exit code $?"
+    run "$backend" "$1" "$2" HVD_HIERARCHICAL_ALLREDUCE=1 || fail "$backend np=$1 -H $2: exit code $?"
     check "$backend np=$1 -H $2" "$1" 1
   done
-  run "$backend" 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=0 ||
-    fail "$backend np=4 flat: exit code $?"
-  check "$backend np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE=0" 4 0
+  # The default: automatic on Gloo, off on MPI; and the switch turns it off.
+  if [ "$backend" = gloo ]; then
+    run gloo 4 "$H1:2,$H2:2" || fail "gloo np=4 default: exit code $?"
+    check "gloo np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE unset" 4 1
+    run gloo 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=0 || fail "gloo np=4 flat: exit code $?"
+    check "gloo np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE=0" 4 0
+  else
+    run mpi 4 "$H1:2,$H2:2" || fail "mpi np=4 default: exit code $?"
+    check "mpi np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE unset" 4 0
+  fi
 done
 echo "PASS: hierarchical"
