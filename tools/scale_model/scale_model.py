@@ -26,6 +26,8 @@ change; see docs/scaling.md):
   validate SHAPED.csv [--params params.json]
       predict every measured shaped-cluster row (link goodput and call
       latency from the same session's np=2 and W3 rows); report the error
+  table SHAPED.csv
+      markdown tables of a session: median (range) ms, time / wire limit
   published [--params params.json] [--plot docs/scaling.png]
       Horovod's 512-GPU setting: the model of Horovod as published and of
       hvd with its own measured overheads
@@ -506,6 +508,46 @@ def cmd_calibrate(args):
     print(json.dumps(p, indent=2, sort_keys=True))
 
 
+def cmd_table(args):
+    """Markdown tables of a shaped session: median (min-max) ms over the
+    launches, the time over the wire limit, and the load averages."""
+    rows = read_rows(args.shaped)
+    line_rate = 1e9 / 8  # bytes/s of a 1 Gbit/s link
+    impls = ["hvd flat", "hvd hierarchical", "raw per tensor", "raw one call"]
+
+    def kind(r):
+        if r["impl"] == "hvd":
+            return "hvd hierarchical" if r["label"].startswith("hier") else "hvd flat"
+        return "raw per tensor" if r["impl"].endswith("per tensor") else "raw one call"
+
+    for np_ in sorted({int(r["np"]) for r in rows if r["label"] != "link"}):
+        sel = [r for r in rows if int(r["np"]) == np_ and r["label"] != "link" and r["workload"] != "W3"]
+        if not sel:
+            continue
+        H = np_ // int(sel[0]["per_host"])
+        loads = [fnum(r, "load1_before") for r in sel] + [fnum(r, "load1_after") for r in sel]
+        print("\nnp=%d (%d hosts x %s), load average %.1f-%.1f, %d launches per cell at most"
+              % (np_, H, sel[0]["per_host"], min(loads), max(loads), max(int(r["rep"]) for r in sel)))
+        print("\n| workload | impl | MPI ms | MPI / wire | Gloo ms | Gloo / wire |")
+        print("|---|---|---|---|---|---|")
+        for w in ["W2", "inception_v3", "W2b"]:
+            ws = [r for r in sel if r["workload"] == w]
+            if not ws:
+                continue
+            nbytes = int(ws[0]["bytes"])
+            wire = 2.0 * (H - 1) / H * nbytes / line_rate  # the least any algorithm sends
+            for k in impls:
+                cells = []
+                for b in ["mpi", "gloo"]:
+                    v = [fnum(r, "median_ms") for r in ws if r["backend"] == b and kind(r) == k]
+                    if v:
+                        rng = " (%.0f-%.0f)" % (min(v), max(v)) if len(v) > 1 else ""
+                        cells += ["%.0f%s" % (median(v), rng), "%.2fx" % (median(v) / 1e3 / wire)]
+                    else:
+                        cells += ["-", "-"]
+                print("| %s | %s | %s |" % (w, k, " | ".join(cells)))
+
+
 # ------------------------------------------- Horovod's published setting
 
 # Single-GPU images/s at batch 64 on the hardware of Horovod's published
@@ -726,6 +768,9 @@ def main(argv=None):
     v.add_argument("shaped")
     v.add_argument("--params", default=DEFAULT_PARAMS)
     v.set_defaults(func=cmd_validate)
+    t = sub.add_parser("table", help="markdown tables of a shaped session")
+    t.add_argument("shaped")
+    t.set_defaults(func=cmd_table)
     pb = sub.add_parser("published", help="Horovod's 512-GPU setting, Horovod and hvd")
     pb.add_argument("--params", default=DEFAULT_PARAMS)
     pb.add_argument("--plot", help="write the figure here (PNG)")
