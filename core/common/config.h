@@ -26,6 +26,12 @@ struct Config {
   double stall_shutdown_seconds = 0.0;  // 0 = never
   bool stall_check_disabled = false;
   double gloo_timeout_seconds = 30.0;
+  // Every operation must complete this long after it was submitted, or it
+  // fails with HVD_ERR_TIMEOUT naming the ranks it waited for (0: no
+  // deadline). 30 minutes, as torch.distributed: long enough for a rank
+  // that checkpoints or evaluates while the others wait, short enough that
+  // a hung job frees its machines the same hour.
+  double op_timeout_seconds = 1800.0;
   LogLevel log_level = LogLevel::kWarning;
   bool log_hide_time = false;
   BackendChoice controller = BackendChoice::kAuto;

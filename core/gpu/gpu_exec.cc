@@ -138,7 +138,7 @@ class GpuSet {
       return Status::OK();
     }
     std::vector<std::string> hosts;
-    HVD_RETURN_IF_ERROR(ps.controller_comm->AllgatherBytes(HostKey(), &hosts));
+    HVD_RETURN_IF_ERROR(AllgatherBytes(*ps.controller_comm, HostKey(), &hosts));
     HierarchyPlan plan = PlanHierarchy(hosts, ps.rank());
     if (!plan.usable) {
       // Every rank sees the same hosts, so all take this branch together.

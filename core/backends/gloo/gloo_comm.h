@@ -32,6 +32,9 @@ struct GlooShared {
   std::shared_ptr<gloo::transport::Device> device;  // null only for a 1-rank job
   std::shared_ptr<gloo::rendezvous::Store> store;   // null only for a 1-rank job
   std::chrono::milliseconds timeout{30000};
+  // An address of this host the other ranks can reach, for the sockets of
+  // the negotiation channel (the one Gloo's device listens on).
+  std::string control_host = "127.0.0.1";
 };
 
 class GlooComm : public Comm {
@@ -56,11 +59,6 @@ class GlooComm : public Comm {
   int size() const override { return size_; }
   const char* backend_name() const override { return "GLOO"; }
 
-  Status AllreduceBits(uint64_t* words, size_t n, BitOp op) override;
-  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override;
-  Status BroadcastBytes(std::string* bytes, int root) override;
-  Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all) override;
-
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
@@ -71,6 +69,7 @@ class GlooComm : public Comm {
   Status Barrier() override;
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
+  Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override;
 
   const std::string& prefix() const { return prefix_; }
 

@@ -1,0 +1,87 @@
+// The background loop of one process set on one rank. It sleeps until
+// something happens — a local submission, a message on the set's channel,
+// a due timer — then reports new work to the coordinator, applies the
+// coordinator's decisions and executes the collectives they name, in order.
+// Nothing runs while nothing is pending: no cycles, no collectives, no
+// polling on channels that can wake the loop themselves; over MPI, which
+// cannot, it polls only while it waits for a decision.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/coordination/coordinator.h"
+#include "core/coordination/negotiator.h"
+#include "core/observability/autotune/tuned_params.h"
+#include "core/runtime/process_set.h"
+
+namespace hvd {
+
+class Runtime;
+
+class SetLoop {
+ public:
+  // `ps` must be a member set with its comms and channel open.
+  SetLoop(Runtime& runtime, ProcessSet& ps, const TunedParams& params);
+  ~SetLoop();
+  SetLoop(const SetLoop&) = delete;
+  SetLoop& operator=(const SetLoop&) = delete;
+
+  void Start();
+  // Asks the set to shut down (negotiated, so no member is left inside a
+  // collective); `why` replaces the final status when not OK.
+  void RequestStop(const Status& why = Status::OK());
+  // Ends the loop at its next step without negotiating (a coordinator that
+  // does not answer), failing what is pending with `why`.
+  void Abandon(const Status& why);
+  void Join();
+  bool finished() const { return finished_.load(); }
+
+  // What the loop is doing, for the watchdog and for liveness probes.
+  struct Activity {
+    bool executing = false;
+    std::string what;  // "ALLREDUCE of 'grad.3'" while executing
+    std::chrono::steady_clock::time_point since;
+  };
+  Activity activity() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void Run();
+  Status Step(bool* stop);
+  void Wait();
+  Status Send(const Report& report);
+  Status ReceiveMessages(std::vector<Decision>* decisions);
+  Status Coordinate(std::vector<Decision>* decisions);
+  Status ApplyDecision(const Decision& d, bool* stop);
+  Status Execute(const Response& response);
+  Status FinalStatus(const Status& fatal) const;
+  void SetActivity(bool executing, const Response* r);
+
+  Runtime& runtime_;
+  ProcessSet& ps_;
+  TunedParams params_;
+  Negotiator negotiator_;
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0 of the set only
+  std::thread thread_;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> abandoned_{false};
+  std::atomic<bool> finished_{false};
+  bool stop_reported_ = false;
+  Status stop_reason_;               // from RequestStop (under mu_)
+  std::vector<int32_t> stop_ranks_;  // who asked, per the coordinator
+  Clock::time_point last_activity_;
+  Clock::duration nap_;
+  std::vector<ControlChannel::PollFd> fds_;
+
+  mutable std::mutex mu_;  // guards activity_ and stop_reason_
+  Activity activity_;
+};
+
+}  // namespace hvd
