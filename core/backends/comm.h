@@ -66,6 +66,11 @@ class Comm {
   virtual Status Split(const std::vector<int>& ranks, const std::string& tag,
                        std::unique_ptr<Comm>* out) = 0;
 
+  // Gives up on a collective another thread is blocked in (the operation
+  // deadline passed): makes it fail now where the transport allows (Gloo),
+  // or ends the job where it does not (MPI_Abort). Thread-safe.
+  virtual void Abort() {}
+
   // Collective: the negotiation channel among this Comm's ranks (host
   // backends only; `timeout_s` bounds its set-up).
   virtual Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out);

@@ -117,6 +117,7 @@ Status Config::FromEnvironment(Config* out) {
   HVD_RETURN_IF_ERROR(ParseBool("STALL_CHECK_DISABLE", &c.stall_check_disabled));
   HVD_RETURN_IF_ERROR(ParseDouble("GLOO_TIMEOUT_SECONDS", 0.001, &c.gloo_timeout_seconds));
   HVD_RETURN_IF_ERROR(ParseDouble("OP_TIMEOUT_SECONDS", 0.0, &c.op_timeout_seconds));
+  HVD_RETURN_IF_ERROR(ParseBool("MPI_ABORT_ON_TIMEOUT", &c.mpi_abort_on_timeout));
   HVD_RETURN_IF_ERROR(ParseLogLevel(&c.log_level));
   HVD_RETURN_IF_ERROR(ParseBool("LOG_HIDE_TIME", &c.log_hide_time));
   HVD_RETURN_IF_ERROR(ParseBackend("CONTROLLER", &c.controller));

@@ -32,6 +32,10 @@ struct Config {
   // that checkpoints or evaluates while the others wait, short enough that
   // a hung job frees its machines the same hour.
   double op_timeout_seconds = 1800.0;
+  // Under MPI a collective that misses its deadline can never be left: the
+  // job is aborted (after the operations failed with the reason) unless
+  // this is off.
+  bool mpi_abort_on_timeout = true;
   LogLevel log_level = LogLevel::kWarning;
   bool log_hide_time = false;
   BackendChoice controller = BackendChoice::kAuto;

@@ -222,6 +222,10 @@ void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
 
 void Coordinator::CheckStalls(std::vector<Action>* out) {
   if (!stalls_.Due(Clock::now())) return;
+  auto detail = [this](const std::vector<int>& who, const std::string& tensor) {
+    return std::function<std::string()>(
+        [this, who, tensor] { return describe_ ? describe_(who, tensor) : std::string(); });
+  };
   auto missing = [&](const std::vector<bool>& has, bool allreduce) {
     std::vector<int> m;
     for (int r = 0; r < size_; ++r) {
@@ -235,8 +239,8 @@ void Coordinator::CheckStalls(std::vector<Action>* out) {
     Pending& p = it->second;
     const OpType type = p.requests.front().type;
     std::string error;
-    if (stalls_.Inspect(name, type, p.since, missing(p.seen, type == OpType::kAllreduce), &p.warned,
-                        &error)) {
+    const std::vector<int> who = missing(p.seen, type == OpType::kAllreduce);
+    if (stalls_.Inspect(name, type, p.since, who, &p.warned, &error, detail(who, name))) {
       out->push_back(Action());
       out->back().response = ErrorResponse(type, name, Code::kTimeout, error);
       table_.erase(it);
@@ -246,8 +250,9 @@ void Coordinator::CheckStalls(std::vector<Action>* out) {
     SlotWait& w = waits_[*it];
     const Response& r = *cache_.response(*it);
     std::string error;
-    if (stalls_.Inspect(r.names[0], r.type, w.since, missing(w.ranks, r.type == OpType::kAllreduce),
-                        &w.warned, &error)) {
+    const std::vector<int> who = missing(w.ranks, r.type == OpType::kAllreduce);
+    if (stalls_.Inspect(r.names[0], r.type, w.since, who, &w.warned, &error,
+                        detail(who, r.names[0]))) {
       out->push_back(Action());
       out->back().response = ErrorResponse(r.type, r.names[0], Code::kTimeout, error);
       waits_[*it] = SlotWait();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -30,6 +31,10 @@ class Coordinator {
   Coordinator(int size, int32_t set_id, const Config& config);
 
   void set_timeline(Timeline* t) { timeline_ = t; }
+  // Says what the given ranks (of the set) are doing about `tensor`, for the
+  // error of a tensor that missed its deadline (liveness probes).
+  using Describe = std::function<std::string(const std::vector<int>&, const std::string&)>;
+  void set_describe(Describe d) { describe_ = std::move(d); }
   void set_autotuner(Autotuner* a) { autotuner_ = a; }
 
   // A member's report (its rank within the set). An error means the peer
@@ -74,6 +79,7 @@ class Coordinator {
   const Config& config_;
   Timeline* timeline_ = nullptr;
   Autotuner* autotuner_ = nullptr;
+  Describe describe_;
   int64_t seq_ = 0;
   bool stopped_ = false;
 

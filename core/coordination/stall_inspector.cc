@@ -35,7 +35,8 @@ bool StallInspector::Due(Clock::time_point now) {
 }
 
 bool StallInspector::Inspect(const std::string& name, OpType type, Clock::time_point since,
-                             const std::vector<int>& missing, bool* warned, std::string* error) {
+                             const std::vector<int>& missing, bool* warned, std::string* error,
+                             const std::function<std::string()>& detail) {
   const double age = std::chrono::duration<double>(now_ - since).count();
   const std::string line = "'" + name + "' (" + OpTypeName(type) + ", waiting " +
                            std::to_string(static_cast<int>(age)) + " s for ranks " +
@@ -49,6 +50,8 @@ bool StallInspector::Inspect(const std::string& name, OpType type, Clock::time_p
              " s (HVD_OP_TIMEOUT_SECONDS=" + Seconds(config_.op_timeout_seconds) + "): rank" +
              (missing.size() > 1 ? "s " : " ") + RankList(missing) +
              (missing.size() > 1 ? " have" : " has") + " not submitted it";
+    const std::string more = detail ? detail() : std::string();
+    if (!more.empty()) *error += "; " + more;
   }
   if (!error->empty()) {
     HVD_LOG(kError) << *error;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,12 @@ class StallInspector {
   bool Due(Clock::time_point now);
   Clock::time_point next() const { return next_; }
 
-  // One waiting tensor. Returns true with *error set when it must fail now;
-  // otherwise adds it to this round's warning once it waited long enough.
+  // One waiting tensor. Returns true with *error set when it must fail now
+  // (`detail` then says what the missing ranks are doing); otherwise adds it
+  // to this round's warning once it waited long enough.
   bool Inspect(const std::string& name, OpType type, Clock::time_point since,
-               const std::vector<int>& missing, bool* warned, std::string* error);
+               const std::vector<int>& missing, bool* warned, std::string* error,
+               const std::function<std::string()>& detail);
   // Logs this round's warning (one line for every newly stalled tensor).
   void Flush();
 

@@ -176,6 +176,9 @@ Status Runtime::Init(const InitArgs& args) {
   std::unique_ptr<ProcessSet> world;
   HVD_RETURN_IF_ERROR(CreateWorld(args, &world));
   SetLogRank(topo_.rank);
+  HVD_RETURN_IF_ERROR(Liveness::Start(world->controller_comm.get(), hosts_,
+                                      [this](const ProbeQuestion& q) { return DescribeSelf(q); },
+                                      &liveness_));
   tuned_.fusion_threshold_bytes = config_.fusion_threshold_bytes;
   tuned_.cycle_time_ms = config_.cycle_time_ms;
   tuned_.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
@@ -199,6 +202,12 @@ Status Runtime::Init(const InitArgs& args) {
     next_set_id_ = 1;
   }
   StartLoop(w);
+  if (config_.op_timeout_seconds > 0) {
+    // A few looks per deadline, between a quarter second and ten seconds.
+    const double period = std::min(10.0, std::max(0.25, config_.op_timeout_seconds / 4));
+    watchdog_ = std::make_unique<Watchdog>(std::chrono::milliseconds(static_cast<int64_t>(period * 1000)),
+                                           [this] { CheckDeadlines(); });
+  }
   running_ = true;
   // Registered after the backends so it runs before their own exit hooks
   // (MPI_Finalize): a process that exits without hvd_shutdown stops cleanly.
@@ -220,6 +229,7 @@ void Runtime::StopAll(const Status& why) {
 Status Runtime::Shutdown() {
   std::lock_guard<std::mutex> lock(init_mu_);
   if (!running_) return Status::OK();
+  watchdog_.reset();
   StopAll(Status::OK());
   std::vector<SetLoop*> loops;
   {
@@ -242,6 +252,7 @@ Status Runtime::Shutdown() {
     std::lock_guard<std::mutex> sl(sets_mu_);
     sets_.clear();  // frees channels and communicators
   }
+  liveness_.reset();
   timeline_.Stop();
   running_ = false;
   return Status::OK();

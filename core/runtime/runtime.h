@@ -12,7 +12,9 @@
 #include "core/common/config.h"
 #include "core/observability/autotune/autotuner.h"
 #include "core/observability/timeline.h"
+#include "core/runtime/liveness.h"
 #include "core/runtime/process_set.h"
+#include "core/runtime/watchdog.h"
 
 namespace hvd {
 
@@ -64,6 +66,13 @@ class Runtime {
   // set ends with it.
   void OnSetFinished(ProcessSet& ps, const Status& final_status);
 
+  // Liveness (runtime/deadlines.cc): what `set_ranks` (ranks of `ps`) say
+  // about `tensor`; which of the set's other ranks are gone or silent
+  // (empty when all answer). Both probe, so they take up to a second.
+  std::string DescribeRanks(const ProcessSet& ps, const std::vector<int>& set_ranks,
+                            const std::string& tensor);
+  std::string DescribeGone(const ProcessSet& ps);
+
  private:
   Runtime() = default;
   Status CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* out);
@@ -73,6 +82,13 @@ class Runtime {
   void StartLoop(ProcessSet& ps);
   void StopAll(const Status& why);
   ProcessSet* FindSet(int32_t id);  // sets_mu_ held
+  // This rank's answer to a liveness probe.
+  std::string DescribeSelf(const ProbeQuestion& q);
+  // The watchdog's check: fails operations past HVD_OP_TIMEOUT_SECONDS that
+  // the coordinator could not fail (a collective that never returns, a
+  // coordinator that does not answer).
+  void CheckDeadlines();
+  void Expire(int32_t set, const Status& why, bool in_collective);
 
   std::mutex init_mu_;  // serialises Init/Shutdown
   std::atomic<bool> running_{false};
@@ -84,12 +100,14 @@ class Runtime {
   Timeline timeline_;
   TunedParams tuned_;  // the settings a new set starts with
   std::unique_ptr<Autotuner> autotuner_;
+  std::unique_ptr<Liveness> liveness_;
 
   std::mutex sets_mu_;  // guards sets_ against readers on caller threads
   std::map<int32_t, std::unique_ptr<ProcessSet>> sets_;
   int32_t next_set_id_ = 1;
   std::mutex names_mu_;
   std::map<std::pair<int, int32_t>, int64_t> auto_names_;
+  std::unique_ptr<Watchdog> watchdog_;  // last: stops before what it watches goes
 };
 
 }  // namespace hvd

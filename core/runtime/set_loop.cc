@@ -59,6 +59,9 @@ SetLoop::SetLoop(Runtime& runtime, ProcessSet& ps, const TunedParams& params)
   if (ps_.rank() == 0) {
     coordinator_ = std::make_unique<Coordinator>(ps_.size(), ps_.id, runtime.config());
     coordinator_->set_timeline(&runtime.timeline());
+    coordinator_->set_describe([this](const std::vector<int>& ranks, const std::string& tensor) {
+      return runtime_.DescribeRanks(ps_, ranks, tensor);
+    });
     if (ps_.id == 0) coordinator_->set_autotuner(runtime.autotuner());
   }
   ps_.data_comm->SetAllreduceChunkBytes(params_.allreduce_chunk_bytes);
@@ -100,14 +103,55 @@ SetLoop::Activity SetLoop::activity() const {
   return activity_;
 }
 
-void SetLoop::SetActivity(bool executing, const Response* r) {
+void SetLoop::SetActivity(const Response* r, const std::vector<TensorEntry*>& entries) {
   std::lock_guard<std::mutex> lock(mu_);
-  activity_.executing = executing;
+  activity_ = Activity();
+  if (!r) return;
+  activity_.executing = true;
+  activity_.what = std::string(OpTypeName(r->type)) + " of '" + r->names[0] + "'" +
+                   (r->names.size() > 1 ? " (+" + std::to_string(r->names.size() - 1) + " fused)"
+                                        : "");
   activity_.since = Clock::now();
-  activity_.what =
-      r ? std::string(OpTypeName(r->type)) + " of '" + r->names[0] + "'" +
-              (r->names.size() > 1 ? " (+" + std::to_string(r->names.size() - 1) + " fused)" : "")
-        : std::string();
+  activity_.names = r->names;
+  for (const TensorEntry* e : entries) {
+    if (!e) continue;
+    activity_.since = std::min(activity_.since, e->enqueued);
+    activity_.handles.push_back(e->handle);
+  }
+}
+
+void SetLoop::FailInFlight(const Status& s) {
+  std::vector<std::shared_ptr<HandleState>> handles;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handles.swap(activity_.handles);
+  }
+  for (auto& h : handles) h->Complete(s);
+}
+
+std::string SetLoop::Describe(const std::string& tensor) const {
+  const auto now = Clock::now();
+  auto secs = [&](Clock::time_point t) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - t).count()) + " s";
+  };
+  std::string line;
+  bool in_flight = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (activity_.executing) line = "executing " + activity_.what + " for " + secs(activity_.since);
+    const auto& n = activity_.names;
+    in_flight = std::find(n.begin(), n.end(), tensor) != n.end();
+  }
+  if (finished_.load()) line = "its background loop has ended";
+  Clock::time_point since;
+  if (!tensor.empty() && !in_flight) {
+    line += (line.empty() ? "" : "; ") +
+            (ps_.queue.PendingSince(tensor, &since) ? "has '" + tensor + "' pending for " + secs(since)
+                                                    : "has not submitted '" + tensor + "'");
+  }
+  const size_t pending = ps_.queue.PendingCount();
+  if (line.empty()) line = pending ? "waiting for a decision" : "idle";
+  return line + " (" + std::to_string(pending) + " operations pending)";
 }
 
 void SetLoop::Run() {
@@ -124,7 +168,7 @@ void SetLoop::Run() {
     if (!fatal.ok()) break;
     if (!stop) Wait();
   }
-  const Status final_status = FinalStatus(fatal);
+  const Status final_status = FinalStatus(Explain(fatal));
   if (!fatal.ok()) {
     HVD_LOG(kError) << "process set " << ps_.id << ": background loop stopped: " << fatal.message();
   }
@@ -280,7 +324,24 @@ void SetLoop::Wait() {
   ps_.queue.Sleeping(false);
 }
 
+// A lost peer seen second-hand (a connection reset by a rank that was
+// itself leaving) names the wrong rank, and a backend's timeout names none:
+// ask everyone who is really gone or silent.
+Status SetLoop::Explain(const Status& fatal) {
+  const bool explain = fatal.code() == Code::kPeerLost || fatal.code() == Code::kTimeout;
+  if (!explain || abandoned_.load()) return fatal;
+  if (fatal.message() == explained_.first.message()) return explained_.second;  // probed already
+  const std::string who = runtime_.DescribeGone(ps_);
+  explained_ = {fatal, who.empty() ? fatal : Status(fatal.code(), fatal.message() + "; " + who)};
+  return explained_.second;
+}
+
 Status SetLoop::FinalStatus(const Status& fatal) const {
+  {
+    // The watchdog's verdict wins over the error it provoked by aborting.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (abandoned_.load() && !stop_reason_.ok()) return stop_reason_;
+  }
   if (!fatal.ok()) return fatal;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -358,7 +419,7 @@ Status SetLoop::Execute(const Response& response) {
       timeline.ActivityEnd(e->request.name);
     }
   }
-  SetActivity(true, &response);
+  SetActivity(&response, entries);
   Status s;
   const Executor exec = FindExecutor(response.type);
   if (!exec) {
@@ -371,7 +432,8 @@ Status SetLoop::Execute(const Response& response) {
   } else {
     s = exec(ctx, response, entries);
   }
-  SetActivity(false, nullptr);
+  SetActivity(nullptr, {});
+  if (IsFatal(s.code())) s = Explain(s);  // before the callers see it
   if (traced) {
     for (auto* e : entries) {
       if (e) timeline.OpEnd(e->request.name, e->request.dtype, e->request.shape);

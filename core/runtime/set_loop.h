@@ -42,13 +42,23 @@ class SetLoop {
   void Join();
   bool finished() const { return finished_.load(); }
 
-  // What the loop is doing, for the watchdog and for liveness probes.
+  // What the loop is executing, for the watchdog and for liveness probes.
   struct Activity {
     bool executing = false;
-    std::string what;  // "ALLREDUCE of 'grad.3'" while executing
+    std::string what;  // "allreduce of 'grad.3'" while executing
+    // The oldest submission among the tensors in flight: their deadline runs
+    // from there.
     std::chrono::steady_clock::time_point since;
+    std::vector<std::string> names;
+    std::vector<std::shared_ptr<HandleState>> handles;
   };
   Activity activity() const;
+  // Fails the handles of the collective in flight (the watchdog, when it
+  // cannot complete), each once.
+  void FailInFlight(const Status& s);
+  // One line for a liveness probe: what this rank is doing in this set, and
+  // whether it holds `tensor`.
+  std::string Describe(const std::string& tensor) const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -62,7 +72,8 @@ class SetLoop {
   Status ApplyDecision(const Decision& d, bool* stop);
   Status Execute(const Response& response);
   Status FinalStatus(const Status& fatal) const;
-  void SetActivity(bool executing, const Response* r);
+  void SetActivity(const Response* r, const std::vector<TensorEntry*>& entries);
+  Status Explain(const Status& fatal);
 
   Runtime& runtime_;
   ProcessSet& ps_;
@@ -79,6 +90,7 @@ class SetLoop {
   Clock::time_point last_activity_;
   Clock::duration nap_;
   std::vector<ControlChannel::PollFd> fds_;
+  std::pair<Status, Status> explained_;  // the last fatal error and what probes added
 
   mutable std::mutex mu_;  // guards activity_ and stop_reason_
   Activity activity_;

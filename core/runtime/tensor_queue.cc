@@ -120,15 +120,17 @@ void TensorQueue::WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
 
 void TensorQueue::Close(const Status& s) {
   std::unordered_map<std::string, TensorEntry> failed;
+  Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!closed_) closed_status_ = s;
     closed_ = true;
-    closed_status_ = s;
+    status = closed_status_;
     failed.swap(entries_);
     requests_.clear();
   }
   // Complete outside the lock: callbacks may submit (and get the error).
-  for (auto& kv : failed) kv.second.handle->Complete(s);
+  for (auto& kv : failed) kv.second.handle->Complete(status);
 }
 
 void TensorQueue::Reopen() {
@@ -153,6 +155,15 @@ std::chrono::steady_clock::time_point TensorQueue::Oldest(std::string* name) {
     }
   }
   return oldest;
+}
+
+bool TensorQueue::PendingSince(const std::string& name,
+                               std::chrono::steady_clock::time_point* since) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return false;
+  *since = it->second.enqueued;
+  return true;
 }
 
 }  // namespace hvd

@@ -52,12 +52,15 @@ class TensorQueue {
   void WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
                        std::chrono::steady_clock::duration max_wait);
 
-  // Fails every pending entry with `s` and refuses new ones with it.
+  // Fails every pending entry with `s` and refuses new ones with it (the
+  // first closing status stays).
   void Close(const Status& s);
   void Reopen();
   size_t PendingCount();
   // The oldest pending entry's submission time (max() when none), and its name.
   std::chrono::steady_clock::time_point Oldest(std::string* name);
+  // When `name` was submitted, if it is pending.
+  bool PendingSince(const std::string& name, std::chrono::steady_clock::time_point* since);
 
  private:
   void Signal();

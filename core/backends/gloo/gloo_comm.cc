@@ -198,7 +198,7 @@ Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
     gloo::AllreduceOptions opts(context_);
     SetAllreduceOutput(&opts, buf, static_cast<size_t>(count), DataTypeSize(dt));
     opts.setReduceFunction(fn);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::allreduce(opts);
   });
 }
@@ -220,7 +220,7 @@ Status GlooComm::Allgatherv(const void* in, void* out, const std::vector<int64_t
     if (mine > 0 && in != my_slot) opts.setInput(static_cast<uint8_t*>(Mutable(in)), mine);
     std::vector<size_t> elements(bytes_per_rank.begin(), bytes_per_rank.end());
     opts.setOutput(static_cast<uint8_t*>(out), std::move(elements));
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::allgatherv(opts);
   });
 }
@@ -233,7 +233,7 @@ Status GlooComm::Broadcast(void* buf, int64_t bytes, int root) {
     gloo::BroadcastOptions opts(context_);
     opts.setOutput(static_cast<uint8_t*>(buf), static_cast<size_t>(bytes));
     opts.setRoot(root);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::broadcast(opts);
   });
 }
@@ -257,7 +257,7 @@ Status GlooComm::Alltoallv(const void* in, const std::vector<int64_t>& send_byte
     gloo::AlltoallvOptions opts(context_);
     opts.setInput(static_cast<uint8_t*>(Mutable(in)), send_bytes);
     opts.setOutput(static_cast<uint8_t*>(Mutable(out)), recv_bytes);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::alltoallv(opts);
   });
 }
@@ -288,7 +288,7 @@ Status GlooComm::Reducescatter(const void* in, void* out, const std::vector<int6
   const int next = (rank_ + 1) % size_;
   const int prev = (rank_ + size_ - 1) % size_;
   const uint64_t slot = gloo::Slot::build(kHvdReduceScatterSlotPrefix, 0);
-  const auto timeout = shared_->timeout;
+  const auto timeout = shared_->op_timeout;
   HVD_RETURN_IF_ERROR(Run("reducescatter", [&] {
     if (scratch.empty()) return;  // nothing anywhere: every rank skips alike
     auto send_buf = context_->createUnboundBuffer(scratch.data(), scratch.size());
@@ -317,7 +317,7 @@ Status GlooComm::Barrier() {
   if (size_ == 1) return Status::OK();
   return Run("barrier", [&] {
     gloo::BarrierOptions opts(context_);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::barrier(opts);
   });
 }

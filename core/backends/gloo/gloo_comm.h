@@ -31,7 +31,11 @@ namespace hvd {
 struct GlooShared {
   std::shared_ptr<gloo::transport::Device> device;  // null only for a 1-rank job
   std::shared_ptr<gloo::rendezvous::Store> store;   // null only for a 1-rank job
-  std::chrono::milliseconds timeout{30000};
+  std::chrono::milliseconds timeout{30000};  // connecting
+  // Each collective: the Gloo timeout, or the operation deadline when that
+  // is shorter (Gloo's own timeout is how a collective stuck on a stopped
+  // peer ends; Abort cannot reach into it).
+  std::chrono::milliseconds op_timeout{30000};
   // An address of this host the other ranks can reach, for the sockets of
   // the negotiation channel (the one Gloo's device listens on).
   std::string control_host = "127.0.0.1";

@@ -114,6 +114,11 @@ Status CreateGlooWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
   auto shared = std::make_shared<GlooShared>();
   shared->timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
   if (shared->timeout.count() < 1) shared->timeout = std::chrono::milliseconds(1);
+  shared->op_timeout = shared->timeout;
+  const double op_seconds = args.config != nullptr ? args.config->op_timeout_seconds : 0.0;
+  if (op_seconds > 0 && op_seconds < seconds) {
+    shared->op_timeout = std::chrono::milliseconds(static_cast<int64_t>(op_seconds * 1000.0 + 0.5));
+  }
 
   int rank = 0, size = 1;
   bool found = false;

@@ -36,6 +36,7 @@ class MpiComm : public Comm {
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
   Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override;
+  void Abort() override { MPI_Abort(comm_, 1); }
 
  private:
   Status Check(int rc, const char* what);
