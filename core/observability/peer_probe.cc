@@ -212,7 +212,8 @@ std::vector<ProbeResult> ProbePeers(const std::vector<std::string>& addresses,
     std::vector<size_t> who;
     for (size_t i = 0; i < asking.size(); ++i) {
       if (asking[i].done) continue;
-      p.push_back({asking[i].fd.get(), static_cast<short>(asking[i].connected ? POLLIN : POLLOUT), 0});
+      p.push_back(
+          {asking[i].fd.get(), static_cast<short>(asking[i].connected ? POLLIN : POLLOUT), 0});
       who.push_back(i);
     }
     if (p.empty()) break;

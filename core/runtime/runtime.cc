@@ -176,9 +176,9 @@ Status Runtime::Init(const InitArgs& args) {
   std::unique_ptr<ProcessSet> world;
   HVD_RETURN_IF_ERROR(CreateWorld(args, &world));
   SetLogRank(topo_.rank);
-  HVD_RETURN_IF_ERROR(Liveness::Start(world->controller_comm.get(), hosts_,
-                                      [this](const ProbeQuestion& q) { return DescribeSelf(q); },
-                                      &liveness_));
+  HVD_RETURN_IF_ERROR(Liveness::Start(
+      world->controller_comm.get(), hosts_,
+      [this](const ProbeQuestion& q) { return DescribeSelf(q); }, &liveness_));
   tuned_.fusion_threshold_bytes = config_.fusion_threshold_bytes;
   tuned_.cycle_time_ms = config_.cycle_time_ms;
   tuned_.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
@@ -205,8 +205,9 @@ Status Runtime::Init(const InitArgs& args) {
   if (config_.op_timeout_seconds > 0) {
     // A few looks per deadline, between a quarter second and ten seconds.
     const double period = std::min(10.0, std::max(0.25, config_.op_timeout_seconds / 4));
-    watchdog_ = std::make_unique<Watchdog>(std::chrono::milliseconds(static_cast<int64_t>(period * 1000)),
-                                           [this] { CheckDeadlines(); });
+    watchdog_ =
+        std::make_unique<Watchdog>(std::chrono::milliseconds(static_cast<int64_t>(period * 1000)),
+                                   [this] { CheckDeadlines(); });
   }
   running_ = true;
   // Registered after the backends so it runs before their own exit hooks

@@ -108,9 +108,9 @@ void SetLoop::SetActivity(const Response* r, const std::vector<TensorEntry*>& en
   activity_ = Activity();
   if (!r) return;
   activity_.executing = true;
-  activity_.what = std::string(OpTypeName(r->type)) + " of '" + r->names[0] + "'" +
-                   (r->names.size() > 1 ? " (+" + std::to_string(r->names.size() - 1) + " fused)"
-                                        : "");
+  activity_.what =
+      std::string(OpTypeName(r->type)) + " of '" + r->names[0] + "'" +
+      (r->names.size() > 1 ? " (+" + std::to_string(r->names.size() - 1) + " fused)" : "");
   activity_.since = Clock::now();
   activity_.names = r->names;
   for (const TensorEntry* e : entries) {
@@ -145,9 +145,9 @@ std::string SetLoop::Describe(const std::string& tensor) const {
   if (finished_.load()) line = "its background loop has ended";
   Clock::time_point since;
   if (!tensor.empty() && !in_flight) {
-    line += (line.empty() ? "" : "; ") +
-            (ps_.queue.PendingSince(tensor, &since) ? "has '" + tensor + "' pending for " + secs(since)
-                                                    : "has not submitted '" + tensor + "'");
+    line += (line.empty() ? "" : "; ") + (ps_.queue.PendingSince(tensor, &since)
+                                              ? "has '" + tensor + "' pending for " + secs(since)
+                                              : "has not submitted '" + tensor + "'");
   }
   const size_t pending = ps_.queue.PendingCount();
   if (line.empty()) line = pending ? "waiting for a decision" : "idle";

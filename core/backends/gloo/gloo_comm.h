@@ -31,7 +31,7 @@ namespace hvd {
 struct GlooShared {
   std::shared_ptr<gloo::transport::Device> device;  // null only for a 1-rank job
   std::shared_ptr<gloo::rendezvous::Store> store;   // null only for a 1-rank job
-  std::chrono::milliseconds timeout{30000};  // connecting
+  std::chrono::milliseconds timeout{30000};         // connecting
   // Each collective: the Gloo timeout, or the operation deadline when that
   // is shorter (Gloo's own timeout is how a collective stuck on a stopped
   // peer ends; Abort cannot reach into it).
