@@ -6,12 +6,12 @@ if(NOT Python_EXECUTABLE)
   return()
 endif()
 set(HVD_CDEF_FILE ${PROJECT_BINARY_DIR}/share/hvd/hvd.cdef)
-set(hvd_header ${PROJECT_SOURCE_DIR}/capi/include/hvd/hvd.h)
+set(hvd_cdef_source ${PROJECT_SOURCE_DIR}/capi/include/hvd/hvd.h)
 add_custom_command(
   OUTPUT ${HVD_CDEF_FILE}
   COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/share/hvd
-  COMMAND ${Python_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/hvd_cdef.py ${hvd_header} ${HVD_CDEF_FILE}
-  DEPENDS ${CMAKE_CURRENT_LIST_DIR}/hvd_cdef.py ${hvd_header}
+  COMMAND ${Python_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/hvd_cdef.py ${hvd_cdef_source} ${HVD_CDEF_FILE}
+  DEPENDS ${CMAKE_CURRENT_LIST_DIR}/hvd_cdef.py ${hvd_cdef_source}
   COMMENT "Generating hvd.cdef (cffi declarations) from hvd.h"
   VERBATIM)
 add_custom_target(hvd_cdef ALL DEPENDS ${HVD_CDEF_FILE})
