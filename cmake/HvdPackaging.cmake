@@ -42,7 +42,7 @@ set(CPACK_DEBIAN_LIB_PACKAGE_NAME ${hvd_lib_package})
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 # libhvd1's shlibs file: programs packaged against it get "libhvd1 (>= this
 # version)" from dpkg-shlibdeps. (CPack's GENERATE_SHLIBS would apply to every
-# package and warn about the SONAME-less JNI and Python modules.)
+# package and warn about the unversioned JNI and Python modules.)
 file(WRITE ${PROJECT_BINARY_DIR}/deb/shlibs
      "libhvd ${PROJECT_VERSION_MAJOR} ${hvd_lib_package} (>= ${hvd_deb_version})\n")
 set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/deb/shlibs)

@@ -33,6 +33,9 @@ step "C, find_package(hvd)"
 "${user_env[@]}" cmake -S src/c -B c-build >/dev/null
 "${user_env[@]}" cmake --build c-build >/dev/null
 "${user_env[@]}" hvdrun -np 2 ./c-build/consumer
+# Without DLPack's CMake package, hvdConfig.cmake falls back to dlpack/dlpack.h.
+"${user_env[@]}" cmake -S src/c -B c-build-nodlpack -DCMAKE_DISABLE_FIND_PACKAGE_dlpack=ON >/dev/null
+"${user_env[@]}" cmake --build c-build-nodlpack >/dev/null
 
 step "C, pkg-config"
 "${user_env[@]}" bash -c 'cc -std=c99 -Wall -Werror src/c/consumer.c \
