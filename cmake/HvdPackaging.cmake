@@ -67,6 +67,10 @@ math(EXPR next_minor "${Python_VERSION_MINOR} + 1")
 set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
     "${hvd_lib_package} (= ${hvd_deb_version}), python3 (>= ${Python_VERSION_MAJOR}.${Python_VERSION_MINOR}~), python3 (<< ${Python_VERSION_MAJOR}.${next_minor}), python3-numpy")
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-torch, python3-cffi, python3-mpi4py")
+# py3compile after installing, py3clean before removing (as dh_python3 does).
+set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_LIST_DIR}/deb/python/postinst
+    ${CMAKE_CURRENT_LIST_DIR}/deb/python/prerm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_COMPONENT_PYTHON_DESCRIPTION "${summary} - Python 3\n${long}\nThis package holds the Python module hvd (numpy, torch, DLPack) and hvd.torch.")
 
 set(CPACK_DEBIAN_JAVA_PACKAGE_NAME libhvd-java)

@@ -3,7 +3,8 @@ scratch root with dpkg-deb -x, and checks that they are complete and
 installable:
 
 - each package holds its files (the SONAME link and the -dev link included)
-  and no file is in two packages;
+  and no file is in two packages; libhvd1 has a shlibs file and runs
+  ldconfig, python3-hvd byte-compiles its modules (py3compile/py3clean);
 - every library a binary needs (objdump -p NEEDED) comes from a package its
   Depends names (dpkg -S), from libhvd1, or -- only in a CUDA build -- from
   the CUDA toolkit, which no Debian package provides;
@@ -113,7 +114,14 @@ try:
 
     has("libhvd1", libdir + "/libhvd.so." + version.split(".")[0],
         link_to="libhvd.so." + version.split("-")[0])
-    has("libhvd-dev", libdir + "/libhvd.so", link_to="libhvd.so.1")
+    has("libhvd-dev", libdir + "/libhvd.so", link_to="libhvd.so." + version.split(".")[0])
+    lib_control = os.path.join(work, "libhvd1.control")
+    run("dpkg-deb", "-e", debs["libhvd1"], lib_control)
+    with open(os.path.join(lib_control, "shlibs")) as f:
+        check(f.read().split() == ["libhvd", version.split(".")[0], "libhvd1", "(>=", version + ")"],
+              "libhvd1's shlibs file is wrong")
+    postinst = os.path.join(lib_control, "postinst")
+    check(os.path.isfile(postinst) and "ldconfig" in open(postinst).read(), "libhvd1 does not run ldconfig")
     for rel in ("include/hvd/hvd.h", libdir + "/cmake/hvd/hvdConfig.cmake",
                 libdir + "/cmake/hvd/hvdConfigVersion.cmake", libdir + "/cmake/hvd/hvdTargets.cmake",
                 libdir + "/pkgconfig/hvd.pc", "share/hvd/hvd.cdef", "share/julia/Hvd/Project.toml",
@@ -135,6 +143,12 @@ try:
         check(not glob.glob(os.path.join(usr, pkgdir, "libhvd*")), "python3-hvd carries its own libhvd")
         check(glob.glob(os.path.join(usr, "lib/python3/dist-packages/hvd-*.dist-info/METADATA")),
               "python3-hvd has no dist-info")
+        scripts = os.path.join(work, "python3-hvd.control")
+        run("dpkg-deb", "-e", debs["python3-hvd"], scripts)
+        for script, tool in (("postinst", "py3compile -p python3-hvd"), ("prerm", "py3clean -p python3-hvd")):
+            path = os.path.join(scripts, script)
+            check(os.path.isfile(path) and os.access(path, os.X_OK) and tool in open(path).read(),
+                  "python3-hvd's %s does not run %s" % (script, tool))
     if "libhvd-java" in debs:
         has("libhvd-java", "share/java/hvd.jar")
         has("libhvd-java", libdir + "/libhvd_jni.so")
