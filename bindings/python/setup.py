@@ -1,7 +1,7 @@
 """Builds the hvd Python package from this source tree (docs/install.md):
 
-    /usr/bin/python3 -m pip install --break-system-packages --no-build-isolation ./bindings/python
-    /usr/bin/python3 -m pip wheel --no-build-isolation --no-deps -w dist ./bindings/python
+    <venv>/bin/python -m pip install --no-build-isolation --no-index ./bindings/python
+    /usr/bin/python3 -m pip wheel --no-build-isolation --no-deps --no-index -w dist ./bindings/python
 
 Nothing is downloaded. build_ext configures the whole project with CMake
 (libhvd, the SWIG extension, hvd.cdef) and builds the target hvd_python, as
