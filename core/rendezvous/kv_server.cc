@@ -37,6 +37,9 @@ constexpr size_t kReservedFds = 64;
 // When no connection can be shed, accepting pauses this long instead of
 // spinning on a listening socket that stays readable.
 constexpr double kAcceptPauseSeconds = 0.1;
+// Accepts per turn of the loop, so a flood of connections cannot starve the
+// ranks already connected.
+constexpr int kMaxAcceptsPerTurn = 256;
 constexpr size_t kReadChunk = 64 * 1024;
 // Peers whose refusals are counted by address; more are counted together.
 constexpr size_t kMaxLoggedPeers = 256;
@@ -97,7 +100,8 @@ class RefusalLog {
                    reasons.c_str());
     }
     if (unlisted_ > 0) {
-      std::fprintf(stderr, "hvd rendezvous: %llu more refused from other addresses\n",
+      std::fprintf(stderr,
+                   "hvd rendezvous: %llu more connections refused or closed from other addresses\n",
                    static_cast<unsigned long long>(unlisted_));
     }
   }
@@ -332,7 +336,7 @@ void KVServer::Impl::Run() {
 // never the oldest for long. Only when every connection is authenticated does
 // accepting pause.
 void KVServer::Impl::Accept() {
-  while (true) {
+  for (int accepted = 0; accepted < kMaxAcceptsPerTurn; ++accepted) {
     if (conns.size() >= max_conns && !ShedOldestUnauthenticated()) {
       accept_paused = Deadline::After(kAcceptPauseSeconds);
       return;
