@@ -10,6 +10,9 @@
 namespace soak {
 
 ProcStats ReadProcStats() {
+  // Free memory that malloc keeps cached would otherwise count as growth:
+  // return it first, so RSS shows what is live (and fragmented).
+  malloc_trim(0);
   ProcStats p;
   std::ifstream status("/proc/self/status");
   std::string line;
