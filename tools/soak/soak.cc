@@ -162,6 +162,7 @@ class Soak {
   void Wait(hvd_handle h, const std::string& what, bool* ok);
   void Release(hvd_handle h);
   void RunBatch(const std::vector<OpSpec>& specs);
+  std::vector<OpSpec> HighWaterBatch() const;
   std::vector<OpSpec> DrawBatch(int32_t set_choice, const std::vector<int>& joined);
   void ProcessSetEvent();
   void JoinPhase();
@@ -380,10 +381,29 @@ void Soak::Report() {
   next_report_ += args_.report_every_s;
 }
 
+// The largest batch the plan can draw, all fusable: it grows the fusion
+// buffer to its final size during the warm-up, so that growth is not
+// mistaken for a leak later.
+std::vector<OpSpec> Soak::HighWaterBatch() const {
+  std::vector<OpSpec> specs(static_cast<size_t>(args_.max_batch));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    OpSpec& s = specs[i];
+    s.key = Mix(args_.seed + i);
+    s.members = world_;
+    TensorSpec t;
+    t.name = "soak.highwater." + std::to_string(i);
+    t.dtype = &AllDtypes()[6];  // float32
+    t.shape = {kMaxOpBytes / t.dtype->bytes};
+    s.tensors.push_back(t);
+  }
+  return specs;
+}
+
 int Soak::Run(const ProcStats& before_init) {
   const ProcStats init = ReadProcStats();
   start_ = Clock::now();
   next_report_ = args_.report_every_s;
+  RunBatch(HighWaterBatch());
   bool stop = false, warm = false;
   while (!stop) {
     ProcessSetEvent();
