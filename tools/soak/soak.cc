@@ -240,7 +240,8 @@ void Soak::RunBatch(const std::vector<OpSpec>& specs) {
   }
   for (auto& op : ops) {
     bool ok = true;
-    Wait(op->handle(), "collective", &ok);
+    Wait(op->handle(),
+         std::string(KindName(op->spec().kind)) + " '" + op->spec().tensors[0].name + "'", &ok);
     std::string error;
     if (ok && !op->Check(&error)) {
       ++local_.wrong;

@@ -89,6 +89,7 @@ class RunningOp {
   // Fills the inputs and submits; false with *error set on failure.
   bool Submit(std::string* error);
   hvd_handle handle() const { return handle_; }
+  const OpSpec& spec() const { return *spec_; }
   // After a successful wait: true when the result is exact; else *error
   // names the first wrong element.
   bool Check(std::string* error);
