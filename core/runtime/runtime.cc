@@ -12,6 +12,7 @@
 #include <map>
 
 #include "core/backends/registry.h"
+#include "core/common/launcher_env.h"
 #include "core/common/logging.h"
 #include "core/coordination/fusion.h"
 #include "core/observability/autotune/autotuner.h"
@@ -156,6 +157,8 @@ Status Runtime::Init(const InitArgs& args) {
   cargs.mpi_comm = args.mpi_comm;
   std::unique_ptr<Comm> ctrl_comm, data_comm;
   HVD_RETURN_IF_ERROR(ctrl_entry->create_world(cargs, &ctrl_comm));
+  // A caller's own communicator and elastic rounds may legitimately hold one rank.
+  if (!args.use_mpi_comm && !config_.elastic) HVD_RETURN_IF_ERROR(CheckNotAlone(ctrl_comm->size()));
   std::shared_ptr<Comm> ctrl(std::move(ctrl_comm));
   std::shared_ptr<Comm> data = ctrl;
   if (data_entry != ctrl_entry) {
