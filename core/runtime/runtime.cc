@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/backends/registry.h"
+#include "core/common/launcher_env.h"
 #include "core/common/logging.h"
 #include "core/runtime/set_loop.h"
 
@@ -132,6 +133,8 @@ Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* o
   cargs.mpi_comm = args.mpi_comm;
   std::unique_ptr<Comm> ctrl_comm, data_comm;
   HVD_RETURN_IF_ERROR(ctrl_entry->create_world(cargs, &ctrl_comm));
+  // A caller's own communicator and elastic rounds may legitimately hold one rank.
+  if (!args.use_mpi_comm && !config_.elastic) HVD_RETURN_IF_ERROR(CheckNotAlone(ctrl_comm->size()));
   auto world = std::make_unique<ProcessSet>();
   world->controller_comm = std::shared_ptr<Comm>(std::move(ctrl_comm));
   world->data_comm = world->controller_comm;
