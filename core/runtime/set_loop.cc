@@ -363,6 +363,44 @@ Status SetLoop::FinalStatus(const Status& fatal) const {
   return s;
 }
 
+Status SetLoop::RunCollective(const Response& response, std::vector<TensorEntry*>& entries) {
+  Timeline& timeline = runtime_.timeline();
+  ExecContext ctx;
+  ctx.comm = ps_.data_comm.get();
+  ctx.fusion = &ps_.fusion;
+  ctx.set_id = ps_.id;
+  const bool traced = timeline.active();
+  if (traced) {
+    ctx.timeline = &timeline;
+    for (auto* e : entries) {
+      if (!e) continue;
+      timeline.OpStart(e->request.name, response.type);
+      timeline.ActivityStart(e->request.name, "QUEUE", e->enqueued);
+      timeline.ActivityEnd(e->request.name);
+    }
+  }
+  SetActivity(&response, entries);
+  Status s;
+  const Executor exec = FindExecutor(response.type);
+  if (!exec) {
+    s = Status::Unsupported(std::string("no executor for ") + OpTypeName(response.type));
+#ifdef HVD_HAVE_CUDA
+  } else if (response.device.kind == DeviceKind::kCUDA) {
+    // Picks hvd's stream, the GPU communicator and device memory ops.
+    s = ExecuteOnGpu(ps_, runtime_.config(), response, entries, ctx, exec);
+#endif
+  } else {
+    s = exec(ctx, response, entries);
+  }
+  SetActivity(nullptr, {});
+  if (traced) {
+    for (auto* e : entries) {
+      if (e) timeline.OpEnd(e->request.name, e->request.dtype, e->request.shape);
+    }
+  }
+  return s;
+}
+
 Status SetLoop::Execute(const Response& response) {
   const size_t n = response.names.size();
   std::vector<TensorQueue::Taken> taken(n);
@@ -404,41 +442,8 @@ Status SetLoop::Execute(const Response& response) {
     complete(s);
     return s;
   }
-  Timeline& timeline = runtime_.timeline();
-  ExecContext ctx;
-  ctx.comm = ps_.data_comm.get();
-  ctx.fusion = &ps_.fusion;
-  ctx.set_id = ps_.id;
-  const bool traced = timeline.active();
-  if (traced) {
-    ctx.timeline = &timeline;
-    for (auto* e : entries) {
-      if (!e) continue;
-      timeline.OpStart(e->request.name, response.type);
-      timeline.ActivityStart(e->request.name, "QUEUE", e->enqueued);
-      timeline.ActivityEnd(e->request.name);
-    }
-  }
-  SetActivity(&response, entries);
-  Status s;
-  const Executor exec = FindExecutor(response.type);
-  if (!exec) {
-    s = Status::Unsupported(std::string("no executor for ") + OpTypeName(response.type));
-#ifdef HVD_HAVE_CUDA
-  } else if (response.device.kind == DeviceKind::kCUDA) {
-    // Picks hvd's stream, the GPU communicator and device memory ops.
-    s = ExecuteOnGpu(ps_, runtime_.config(), response, entries, ctx, exec);
-#endif
-  } else {
-    s = exec(ctx, response, entries);
-  }
-  SetActivity(nullptr, {});
+  Status s = RunCollective(response, entries);
   if (IsFatal(s.code())) s = Explain(s);  // before the callers see it
-  if (traced) {
-    for (auto* e : entries) {
-      if (e) timeline.OpEnd(e->request.name, e->request.dtype, e->request.shape);
-    }
-  }
   complete(s);
   return IsFatal(s.code()) ? s : Status::OK();
 }

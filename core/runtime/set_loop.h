@@ -70,7 +70,11 @@ class SetLoop {
   Status ReceiveMessages(std::vector<Decision>* decisions);
   Status Coordinate(std::vector<Decision>* decisions);
   Status ApplyDecision(const Decision& d, bool* stop);
+  // Takes this rank's entries of a (fused) response and runs it; the status
+  // is fatal only when the set cannot go on.
   Status Execute(const Response& response);
+  // The collective itself, traced and visible to the watchdog.
+  Status RunCollective(const Response& response, std::vector<TensorEntry*>& entries);
   Status FinalStatus(const Status& fatal) const;
   void SetActivity(const Response* r, const std::vector<TensorEntry*>& entries);
   Status Explain(const Status& fatal);
