@@ -193,6 +193,10 @@ int Shutdown() {
 int Stop(int victim, bool mid) {
   IgnoreTerm();
   const int rank = hvd_rank();
+  // Large enough that the collective runs for a while: "mid" stops inside
+  // it. Filled before the warm-up: touching 256 MiB can take seconds on a
+  // loaded machine, and the ranks must reach the stop point in step.
+  Buf big(int64_t{1} << 26, 1.0f);
   Buf warm(16, 1.0f);
   for (int i = 0; i < 3; ++i) {  // everyone in step, and the response cache warm
     hvd_handle h = 0;
@@ -203,8 +207,6 @@ int Stop(int victim, bool mid) {
     }
     hvd_release(h);
   }
-  // Large enough that the collective runs for a while: "mid" stops inside it.
-  Buf big(int64_t{1} << 26, 1.0f);
   hvd_handle h = 0;
   const int64_t t0 = NowMs();
   if (rank == victim && !mid) {
