@@ -1,6 +1,5 @@
 #include "tools/hvd_bench/gloo_raw.h"
 
-#include <arpa/inet.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/math.h>
@@ -9,9 +8,6 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>

@@ -161,7 +161,8 @@ Args ParseArgs(int argc, char** argv) {
         Die("bad value for --backend: '" + a.backend + "' (mpi, gloo or auto)");
       }
     } else {
-      Usage(stderr);
+      const std::string rank = MessageRank();
+      if (rank == "0" || rank == "?") Usage(stderr);  // once per launch
       Die("unknown option '" + f + "'");
     }
   }
