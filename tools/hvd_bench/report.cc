@@ -74,10 +74,12 @@ void PrintReport(FILE* f, const RunInfo& info, const std::vector<Row>& rows,
   std::fprintf(f,
                "ms per iteration: median over rounds of each round's median (rank 0), range "
                "= min-max over rounds;\n"
-               "busbw = bytes/time * 2(n-1)/n; ratio = time / best raw time before hvd_init; "
-               "'hvd idle' rows run\nwith hvd initialised and idle, SLOWER = their best is "
-               "slower than before hvd_init by more\nthan the noise (the larger range, at "
-               "least 5%%)\n\n");
+               "best raw = in each round, the fastest raw pattern; ratio = time / best raw "
+               "time before hvd_init;\n"
+               "busbw = bytes/time * 2(n-1)/n; '(hvd idle)' rows run with hvd initialised "
+               "and idle; SLOWER: their\n"
+               "best is slower than before hvd_init by more than the noise (the larger "
+               "range, at least 5%%)\n\n");
   size_t wl_width = 8, impl_width = 4;
   for (const Row& r : rows) {
     wl_width = std::max(wl_width, r.workload.size());
