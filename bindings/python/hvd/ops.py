@@ -151,13 +151,20 @@ def grouped_allreduce(tensors, name=None, op=None, prescale_factor=1.0, postscal
 
 def grouped_allreduce_async_(tensors, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set, average=None):
-    op = resolve_op(op, average)
+    return grouped_allreduce_named_async_(
+        tensors, _grouped_names(name, len(tensors)), resolve_op(op, average), prescale_factor,
+        postscale_factor, process_set)
+
+
+def grouped_allreduce_named_async_(tensors, names, op=None, prescale_factor=1.0,
+                                   postscale_factor=1.0, process_set=global_process_set):
+    """grouped_allreduce_async_ with one name per tensor (or names=None)."""
+    op = resolve_op(op, None)
     preps = [prepare(t) for t in tensors]
     ds = [dltensor(p.native) for p in preps]
     opts = _options(process_set, preps[0].native if preps else None, prescale_factor,
                     postscale_factor)
-    hid = _submit(_c.hvd_grouped_allreduce_async, _grouped_names(name, len(preps)), ds, ds,
-                  len(preps), op, opts)
+    hid = _submit(_c.hvd_grouped_allreduce_async, names, ds, ds, len(preps), op, opts)
 
     def finish(_):
         for p in preps:

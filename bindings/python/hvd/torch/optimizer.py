@@ -5,16 +5,36 @@ A hook on each parameter's gradient accumulator starts that gradient's
 asynchronous allreduce as soon as autograd has produced it; step() (or
 synchronize()) waits for all of them, writes the averaged gradients back
 and then runs the wrapped optimizer's own step.
+
+Per parameter, what does not change between steps (the tensor name, op and
+scale factors, and the DLTensor of the gradient while it stays the same
+tensor) lives in a C `Slot` (hvd._hvd_fast), so a dense CPU gradient costs
+one C call to submit and one to wait. Groups (`groups=`/`num_groups=`) are
+submitted as one grouped allreduce once every gradient of the group is
+ready. Sparse gradients (nn.Embedding(sparse=True)) are allgathered as
+indices and values (sparse_allreduce_async), or densified first with
+`sparse_as_dense=True`.
 """
 import contextlib
 import warnings
+import zlib
 
 import torch
 
-from .. import ops
+from .. import _hvd_fast, ops
 from ..basics import size
 from ..process_sets import global_process_set
 from .compression import Compression
+from .sparse import sparse_allreduce_async
+
+_PENDING = (None, None, None)  # hook fired, allreduce not started yet
+_SPARSE = object()             # ctx of an entry whose result is a new sparse gradient
+
+
+def _split_list(items, n):
+    """n consecutive chunks whose lengths differ by at most one (Horovod's split)."""
+    d, r = divmod(len(items), n)
+    return [items[i * d + min(i, r):(i + 1) * d + min(i + 1, r)] for i in range(n)]
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -23,12 +43,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # self)` below is the user's optimizer.
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, process_set):
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
         self._predivide = gradient_predivide_factor
         self._process_set = process_set
+        self._sparse_as_dense = sparse_as_dense
         self.backward_passes_per_step = backward_passes_per_step
 
         all_params = [p for group in self.param_groups for p in group["params"]]
@@ -45,9 +66,28 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         else:
             by_param = {p: "noname.%d" % i for i, p in enumerate(all_params)}
         self._names = {p: "grad." + by_param[p] for p in all_params}
+        pre, post = self._scale_factors()
+        self._slots = {p: _hvd_fast.Slot(self._names[p], op, pre, post, process_set)
+                       for p in all_params}
+        self._lean = compression is Compression.none  # the Slot path needs no compression
+
+        trainable = [p for p in all_params if p.requires_grad]
+        self._p_to_group = {}
+        for g in self._make_groups(groups, all_params, trainable):
+            for p in g:
+                self._p_to_group[p] = g
+        self._group_counts = {g: 0 for g in self._p_to_group.values()}
+        # A grouped gradient's name carries its group's signature: the same
+        # parameter regrouped (another optimizer over the same model) is then
+        # a different tensor to the core's response cache.
+        self._group_names = {}
+        for g in self._group_counts:
+            names = [self._names[p] for p in g]
+            tag = "#g%08x" % zlib.crc32("|".join(names).encode())
+            self._group_names[g] = [n + tag for n in names]
 
         self._delay = {p: backward_passes_per_step for p in all_params}
-        self._handles = {}       # param -> (Handle or None, compressed tensor, ctx)
+        self._handles = {}       # param or group -> (Handle, tensor reduced, ctx)
         self._grad_accs = []     # keep the accumulator nodes (and hooks) alive
         self._synchronized = False
         self._should_synchronize = True
@@ -55,6 +95,41 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     # Marker used by broadcast_optimizer_state.
     _hvd_synchronize_handles = True
+
+    @staticmethod
+    def _make_groups(groups, all_params, trainable):
+        """Tuples of parameters reduced together (groups of one are left out:
+        they are plain allreduces)."""
+        if groups is None:
+            return []
+        if isinstance(groups, bool) or not isinstance(groups, (int, list)):
+            raise ValueError("DistributedOptimizer: groups must be a positive int or a list of "
+                             "lists of parameters, not %r" % (groups,))
+        if isinstance(groups, int):
+            if groups <= 0:
+                raise ValueError("DistributedOptimizer: groups must be positive, not %d" % groups)
+            chunks = _split_list(trainable, groups)
+        else:
+            known = {id(p) for p in all_params}
+            seen = set()
+            chunks = []
+            for g in groups:
+                chunk = []
+                for p in g:
+                    if not isinstance(p, torch.Tensor):
+                        raise ValueError("DistributedOptimizer: groups must hold tensors, not %s"
+                                         % type(p).__name__)
+                    if id(p) not in known:
+                        raise ValueError("DistributedOptimizer: a tensor in groups is not a "
+                                         "parameter of this optimizer")
+                    if id(p) in seen:
+                        raise ValueError("DistributedOptimizer: a parameter can appear in only "
+                                         "one group")
+                    seen.add(id(p))
+                    if p.requires_grad:
+                        chunk.append(p)
+                chunks.append(chunk)
+        return [tuple(c) for c in chunks if len(c) > 1]
 
     def _register_hooks(self):
         for group in self.param_groups:
@@ -67,18 +142,24 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     self._grad_accs.append(acc)
 
     def _make_hook(self, p):
+        group = self._p_to_group.get(p)
+
         def hook(*_ignored):
-            entry = self._handles.get(p)
-            if entry is not None and entry[0] is not None and self._delay[p] <= 0:
+            delay = self._delay[p]
+            if delay <= 0:
                 raise AssertionError(
                     "Gradients were computed more than backward_passes_per_step times before "
                     "optimizer.step(); increase backward_passes_per_step to accumulate "
                     "gradients locally.")
-            self._delay[p] -= 1
-            if self._delay[p] == 0:
+            self._delay[p] = delay = delay - 1
+            if delay > 0 or group is not None:
+                self._handles[p] = _PENDING  # accumulate locally / wait for the group
+                if delay == 0:
+                    self._group_counts[group] += 1
+                    if self._group_counts[group] == len(group):
+                        self._submit_group(group)
+            else:
                 self._handles[p] = self._allreduce_grad_async(p)
-            else:  # accumulate locally; zero_grad() now would lose this pass
-                self._handles[p] = (None, None, None)
         return hook
 
     def _scale_factors(self):
@@ -88,37 +169,98 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             return 1.0 / self._predivide, self._predivide
         return 1.0, 1.0
 
-    def _allreduce_grad_async(self, p):
+    def _grad_of(self, p):
         if p.grad is None:
+            # Every rank must submit the same tensors: a parameter unused in
+            # this pass contributes zeros.
             p.grad = torch.zeros_like(p)
-        compressed, ctx = self._compression.compress(p.grad)
+        return p.grad
+
+    def _allreduce_grad_async(self, p):
+        grad = self._grad_of(p)
+        if self._lean:
+            handle = self._slots[p].allreduce_(grad)
+            if handle is not None:
+                return handle, grad, None
+        if grad.is_sparse:
+            if not self._sparse_as_dense:
+                return sparse_allreduce_async(grad, name=self._names[p], op=self._op,
+                                              process_set=self._process_set), None, _SPARSE
+            grad = grad.to_dense()  # reduced dense, made sparse again in synchronize
+        compressed, ctx = self._compression.compress(grad)
         pre, post = self._scale_factors()
         handle = ops.allreduce_async_(compressed, name=self._names[p], op=self._op,
                                       prescale_factor=pre, postscale_factor=post,
                                       process_set=self._process_set)
         return handle, compressed, ctx
 
+    def _submit_group(self, group):
+        tensors, ctxs = [], []
+        for p in group:
+            self._handles.pop(p, None)
+            grad = self._grad_of(p)
+            if grad.is_sparse:
+                if not self._sparse_as_dense:
+                    raise ValueError(
+                        "DistributedOptimizer: the sparse gradient of %s cannot be part of a "
+                        "group; pass sparse_as_dense=True or leave it out of groups"
+                        % self._names[p])
+                grad = grad.to_dense()
+            compressed, ctx = self._compression.compress(grad)
+            tensors.append(compressed)
+            ctxs.append(ctx)
+        pre, post = self._scale_factors()
+        handle = ops.grouped_allreduce_named_async_(
+            tensors, self._group_names[group], op=self._op, prescale_factor=pre,
+            postscale_factor=post, process_set=self._process_set)
+        self._handles[group] = (handle, tensors, ctxs)
+        self._group_counts[group] = 0
+
+    def _write_back(self, p, reduced, ctx):
+        """Put the reduced tensor into p.grad (nothing to do when the
+        allreduce ran in p.grad itself)."""
+        grad = p.grad
+        if reduced is grad:
+            return
+        result = self._compression.decompress(reduced, ctx)
+        if grad.is_sparse:  # sparse_as_dense: back to the gradient's sparse form
+            p.grad = result.to_sparse(grad.sparse_dim())
+        else:
+            with torch.no_grad():
+                grad.copy_(result)
+
     def synchronize(self):
         """Wait for every gradient's allreduce and write the results back.
         Gradients whose hooks did not fire (parameters unused in this pass)
         are reduced here, so every rank submits the same set of tensors."""
+        handles = self._handles
+        # Start the missing ones in a fixed order, then wait for all.
         for group in self.param_groups:
             for p in group["params"]:
-                if p.requires_grad and p not in self._handles:
-                    self._handles[p] = (None, None, None)
-        # Start the missing ones in a fixed order, then wait for all.
-        for p in [p for p, entry in self._handles.items() if entry[0] is None]:
-            self._handles[p] = self._allreduce_grad_async(p)
+                if not p.requires_grad:
+                    continue
+                g = self._p_to_group.get(p)
+                if g is not None:
+                    if g not in handles:
+                        self._submit_group(g)
+                elif handles.get(p, _PENDING)[0] is None:
+                    handles[p] = self._allreduce_grad_async(p)
         try:
-            for p, (handle, compressed, ctx) in self._handles.items():
-                handle.wait()
-                if compressed is not p.grad:
-                    with torch.no_grad():
-                        p.grad.copy_(self._compression.decompress(compressed, ctx))
+            for key, (handle, reduced, ctx) in handles.items():
+                result = handle.wait()
+                if isinstance(key, tuple):
+                    for p, r, c in zip(key, reduced, ctx):
+                        self._write_back(p, r, c)
+                elif ctx is _SPARSE:
+                    key.grad = result
+                else:
+                    self._write_back(key, reduced, ctx)
         finally:
-            for p in self._handles:
+            for p in self._delay:
                 self._delay[p] = self.backward_passes_per_step
-            self._handles.clear()
+            for g in self._group_counts:
+                self._group_counts[g] = 0
+            handles.clear()
         self._synchronized = True
 
     @contextlib.contextmanager
@@ -151,7 +293,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=ops.Average,
-                         gradient_predivide_factor=1.0, process_set=global_process_set):
+                         gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                         sparse_as_dense=False, process_set=global_process_set):
     """Wrap a torch optimizer so that step() applies gradients averaged over
     all ranks (or `process_set`).
 
@@ -160,13 +303,26 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     float16). backward_passes_per_step: backward passes accumulated locally
     before each allreduce. op: Average (default), Sum, ...
     gradient_predivide_factor: with Average, divide by f before the sum and
-    by size/f after it (guards float16 against overflow)."""
+    by size/f after it (guards float16 against overflow).
+    groups: an int n (the trainable parameters in n consecutive groups of
+    about equal count) or a list of lists of parameters; each group is
+    reduced as one grouped allreduce once all its gradients are ready;
+    parameters in no group are reduced one by one. num_groups=n: the
+    deprecated spelling of groups=n.
+    sparse_as_dense: reduce sparse gradients (nn.Embedding(sparse=True)) as
+    dense tensors and make them sparse again; by default their indices and
+    values are allgathered and summed (sparse_allreduce_async)."""
     if gradient_predivide_factor != 1.0 and op != ops.Average:
         raise ValueError("gradient_predivide_factor needs op=Average")
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be >= 1")
+    if num_groups:
+        warnings.warn("num_groups is deprecated; pass groups=%d" % num_groups, DeprecationWarning,
+                      stacklevel=2)
+        if groups is None:
+            groups = num_groups
     size()  # fail early with HvdNotInitializedError rather than in a hook
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, process_set)
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
