@@ -199,7 +199,7 @@ def _train(steps=5, lean=True, per_rank=8, **kwargs):
     for _ in range(steps):
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
-        kinds.update(type(k).__name__ for k in opt._handles)
+        kinds.update(len(getattr(k, "members", (k,))) > 1 for k in opt._handles)
         opt.step()
     return model, kinds
 
@@ -231,7 +231,7 @@ def test_optimizer_slot_path_matches_generic_bitwise(world):
 def test_optimizer_groups(world):
     ref = _reference()
     model, kinds = _train(groups=2)
-    assert "tuple" in kinds  # gradients went as grouped allreduces
+    assert True in kinds  # gradients went as grouped allreduces
     _close(model, ref)
 
 
@@ -249,13 +249,13 @@ def test_optimizer_groups_of_parameters_and_num_groups(world):
     for _ in range(5):
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
-        keys.append(sorted(len(k) if isinstance(k, tuple) else 1 for k in opt._handles))
+        keys.append(sorted(len(getattr(k, "members", (k,))) for k in opt._handles))
         opt.step()
     assert keys[0] == [1, 1, 2, 2]  # two groups; params[4] and [5] on their own
     _close(model, ref)
     with pytest.warns(DeprecationWarning):
         model2, kinds = _train(num_groups=3)
-    assert "tuple" in kinds
+    assert True in kinds
     _close(model2, ref)
     with pytest.raises(ValueError):
         hvd.DistributedOptimizer(torch.optim.SGD(params, lr=0.1), groups=[[params[0]],

@@ -133,7 +133,8 @@ def worker(args):
             opt = hvd.DistributedOptimizer(torch.optim.SGD(params, lr=1e-9, momentum=0.9),
                                            named_parameters=[("p%d" % i, p)
                                                              for i, p in enumerate(params)])
-            hooks = [opt._make_hook(p) for p in reversed(params)]  # backward's order
+            # The hooks backward would call, in backward's order (an internal API).
+            hooks = [opt._make_hook(st) for st in reversed(opt._params)]
             local = torch.optim.SGD(params, lr=1e-9, momentum=0.9)
             comm, step, sgd = [], [], []
             for it in range(args.opt_warmup + args.opt_iters):
@@ -223,8 +224,9 @@ def spread(values):
 
 def driver(args):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(os.path.abspath(args.build), "python") + (
-        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    package = args.package or os.path.join(os.path.abspath(args.build), "python")
+    env["PYTHONPATH"] = package + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
+                                   else "")
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -320,6 +322,8 @@ def main():
     p.add_argument("--launcher", choices=["mpirun", "hvdrun"], default="mpirun",
                    help="mpirun: MPI backend; hvdrun: Gloo")
     p.add_argument("--build", default=os.path.join(ROOT, "build"), help="CMake build directory")
+    p.add_argument("--package", help="directory holding the hvd package to time (default "
+                   "BUILD/python; e.g. an older build, for before/after figures)")
     p.add_argument("--no-optimizer", dest="optimizer", action="store_false",
                    help="skip the DistributedOptimizer step")
     p.add_argument("--opt-iters", type=int, default=30)

@@ -28,13 +28,60 @@ from .compression import Compression
 from .sparse import sparse_allreduce_async
 
 _PENDING = (None, None, None)  # hook fired, allreduce not started yet
-_SPARSE = object()             # ctx of an entry whose result is a new sparse gradient
+_SPARSE = object()             # ctx: the result is a new sparse gradient
+_IN_PLACE = object()           # ctx: reduced in p.grad itself, nothing to write back
 
 
 def _split_list(items, n):
     """n consecutive chunks whose lengths differ by at most one (Horovod's split)."""
     d, r = divmod(len(items), n)
     return [items[i * d + min(i, r):(i + 1) * d + min(i + 1, r)] for i in range(n)]
+
+
+class _Param:
+    """One parameter's state. Hooks and synchronize() reach it directly:
+    dicts keyed by tensors would call torch.Tensor.__hash__, a Python
+    function, several times per gradient and step."""
+
+    __slots__ = ("param", "name", "slot", "group", "delay")
+
+    def __init__(self, param, name, slot, delay):
+        self.param, self.name, self.slot, self.group, self.delay = param, name, slot, None, delay
+
+
+class _Group:
+    """Parameters reduced as one grouped allreduce."""
+
+    __slots__ = ("members", "names", "count")
+
+    def __init__(self, members):
+        self.members = members
+        names = [m.name for m in members]
+        # The group's signature in each name: the same parameter regrouped
+        # (another optimizer over the same model) is then a different tensor
+        # to the core's response cache.
+        tag = "#g%08x" % zlib.crc32("|".join(names).encode())
+        self.names = [n + tag for n in names]
+        self.count = 0
+
+
+class _Delays:
+    """optimizer._delay: {parameter state: passes left} as hvd.torch.elastic
+    resets it after a lost peer (setting a value also restarts the group)."""
+
+    def __init__(self, params):
+        self._params = params
+
+    def __iter__(self):
+        return iter(self._params)
+
+    def __getitem__(self, st):
+        return st.delay
+
+    def __setitem__(self, st, delay):
+        st.delay = delay
+        if st.group is not None:
+            st.group.count = 0
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -65,29 +112,22 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "optimizer's parameters" % len(unnamed))
         else:
             by_param = {p: "noname.%d" % i for i, p in enumerate(all_params)}
-        self._names = {p: "grad." + by_param[p] for p in all_params}
         pre, post = self._scale_factors()
-        self._slots = {p: _hvd_fast.Slot(self._names[p], op, pre, post, process_set)
-                       for p in all_params}
+        self._params = []
+        for p in all_params:
+            name = "grad." + by_param[p]
+            self._params.append(_Param(p, name, _hvd_fast.Slot(name, op, pre, post, process_set),
+                                       backward_passes_per_step))
         self._lean = compression is Compression.none  # the Slot path needs no compression
 
+        state_of = {id(st.param): st for st in self._params}
         trainable = [p for p in all_params if p.requires_grad]
-        self._p_to_group = {}
         for g in self._make_groups(groups, all_params, trainable):
-            for p in g:
-                self._p_to_group[p] = g
-        self._group_counts = {g: 0 for g in self._p_to_group.values()}
-        # A grouped gradient's name carries its group's signature: the same
-        # parameter regrouped (another optimizer over the same model) is then
-        # a different tensor to the core's response cache.
-        self._group_names = {}
-        for g in self._group_counts:
-            names = [self._names[p] for p in g]
-            tag = "#g%08x" % zlib.crc32("|".join(names).encode())
-            self._group_names[g] = [n + tag for n in names]
+            group = _Group([state_of[id(p)] for p in g])
+            for st in group.members:
+                st.group = group
 
-        self._delay = {p: backward_passes_per_step for p in all_params}
-        self._handles = {}       # param or group -> (Handle, tensor reduced, ctx)
+        self._handles = {}       # _Param or _Group -> (Handle, tensor reduced, ctx)
         self._grad_accs = []     # keep the accumulator nodes (and hooks) alive
         self._synchronized = False
         self._should_synchronize = True
@@ -95,6 +135,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     # Marker used by broadcast_optimizer_state.
     _hvd_synchronize_handles = True
+
+    @property
+    def _delay(self):
+        return _Delays(self._params)
 
     @staticmethod
     def _make_groups(groups, all_params, trainable):
@@ -132,34 +176,34 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return [tuple(c) for c in chunks if len(c) > 1]
 
     def _register_hooks(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad:
-                    # expand_as gives a view whose grad_fn leads to the
-                    # AccumulateGrad node that writes p.grad.
-                    acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    acc.register_hook(self._make_hook(p))
-                    self._grad_accs.append(acc)
+        for st in self._params:
+            if st.param.requires_grad:
+                # expand_as gives a view whose grad_fn leads to the
+                # AccumulateGrad node that writes p.grad.
+                acc = st.param.expand_as(st.param).grad_fn.next_functions[0][0]
+                acc.register_hook(self._make_hook(st))
+                self._grad_accs.append(acc)
 
-    def _make_hook(self, p):
-        group = self._p_to_group.get(p)
+    def _make_hook(self, st):
+        handles = self._handles
+        group = st.group
 
         def hook(*_ignored):
-            delay = self._delay[p]
+            delay = st.delay
             if delay <= 0:
                 raise AssertionError(
                     "Gradients were computed more than backward_passes_per_step times before "
                     "optimizer.step(); increase backward_passes_per_step to accumulate "
                     "gradients locally.")
-            self._delay[p] = delay = delay - 1
+            st.delay = delay = delay - 1
             if delay > 0 or group is not None:
-                self._handles[p] = _PENDING  # accumulate locally / wait for the group
+                handles[st] = _PENDING  # accumulate locally / wait for the group
                 if delay == 0:
-                    self._group_counts[group] += 1
-                    if self._group_counts[group] == len(group):
+                    group.count += 1
+                    if group.count == len(group.members):
                         self._submit_group(group)
             else:
-                self._handles[p] = self._allreduce_grad_async(p)
+                handles[st] = self._allreduce_grad_async(st)
         return hook
 
     def _scale_factors(self):
@@ -169,52 +213,53 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             return 1.0 / self._predivide, self._predivide
         return 1.0, 1.0
 
-    def _grad_of(self, p):
-        if p.grad is None:
+    @staticmethod
+    def _grad_of(p):
+        grad = p.grad
+        if grad is None:
             # Every rank must submit the same tensors: a parameter unused in
             # this pass contributes zeros.
-            p.grad = torch.zeros_like(p)
-        return p.grad
+            p.grad = grad = torch.zeros_like(p)
+        return grad
 
-    def _allreduce_grad_async(self, p):
-        grad = self._grad_of(p)
+    def _allreduce_grad_async(self, st):
+        grad = self._grad_of(st.param)
         if self._lean:
-            handle = self._slots[p].allreduce_(grad)
+            handle = st.slot.allreduce_(grad)
             if handle is not None:
-                return handle, grad, None
+                return handle, grad, _IN_PLACE
         if grad.is_sparse:
             if not self._sparse_as_dense:
-                return sparse_allreduce_async(grad, name=self._names[p], op=self._op,
+                return sparse_allreduce_async(grad, name=st.name, op=self._op,
                                               process_set=self._process_set), None, _SPARSE
             grad = grad.to_dense()  # reduced dense, made sparse again in synchronize
         compressed, ctx = self._compression.compress(grad)
         pre, post = self._scale_factors()
-        handle = ops.allreduce_async_(compressed, name=self._names[p], op=self._op,
+        handle = ops.allreduce_async_(compressed, name=st.name, op=self._op,
                                       prescale_factor=pre, postscale_factor=post,
                                       process_set=self._process_set)
         return handle, compressed, ctx
 
     def _submit_group(self, group):
         tensors, ctxs = [], []
-        for p in group:
-            self._handles.pop(p, None)
-            grad = self._grad_of(p)
+        for st in group.members:
+            self._handles.pop(st, None)
+            grad = self._grad_of(st.param)
             if grad.is_sparse:
                 if not self._sparse_as_dense:
                     raise ValueError(
                         "DistributedOptimizer: the sparse gradient of %s cannot be part of a "
-                        "group; pass sparse_as_dense=True or leave it out of groups"
-                        % self._names[p])
+                        "group; pass sparse_as_dense=True or leave it out of groups" % st.name)
                 grad = grad.to_dense()
             compressed, ctx = self._compression.compress(grad)
             tensors.append(compressed)
             ctxs.append(ctx)
         pre, post = self._scale_factors()
         handle = ops.grouped_allreduce_named_async_(
-            tensors, self._group_names[group], op=self._op, prescale_factor=pre,
-            postscale_factor=post, process_set=self._process_set)
+            tensors, group.names, op=self._op, prescale_factor=pre, postscale_factor=post,
+            process_set=self._process_set)
         self._handles[group] = (handle, tensors, ctxs)
-        self._group_counts[group] = 0
+        group.count = 0
 
     def _write_back(self, p, reduced, ctx):
         """Put the reduced tensor into p.grad (nothing to do when the
@@ -235,31 +280,31 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         are reduced here, so every rank submits the same set of tensors."""
         handles = self._handles
         # Start the missing ones in a fixed order, then wait for all.
-        for group in self.param_groups:
-            for p in group["params"]:
-                if not p.requires_grad:
-                    continue
-                g = self._p_to_group.get(p)
-                if g is not None:
-                    if g not in handles:
-                        self._submit_group(g)
-                elif handles.get(p, _PENDING)[0] is None:
-                    handles[p] = self._allreduce_grad_async(p)
+        for st in self._params:
+            if not st.param.requires_grad:
+                continue
+            if st.group is not None:
+                if st.group not in handles:
+                    self._submit_group(st.group)
+            elif handles.get(st, _PENDING)[0] is None:
+                handles[st] = self._allreduce_grad_async(st)
         try:
             for key, (handle, reduced, ctx) in handles.items():
                 result = handle.wait()
-                if isinstance(key, tuple):
-                    for p, r, c in zip(key, reduced, ctx):
-                        self._write_back(p, r, c)
+                if ctx is _IN_PLACE:
+                    continue
+                if isinstance(key, _Group):
+                    for st, r, c in zip(key.members, reduced, ctx):
+                        self._write_back(st.param, r, c)
                 elif ctx is _SPARSE:
-                    key.grad = result
+                    key.param.grad = result
                 else:
-                    self._write_back(key, reduced, ctx)
+                    self._write_back(key.param, reduced, ctx)
         finally:
-            for p in self._delay:
-                self._delay[p] = self.backward_passes_per_step
-            for g in self._group_counts:
-                self._group_counts[g] = 0
+            for st in self._params:
+                st.delay = self.backward_passes_per_step
+                if st.group is not None:
+                    st.group.count = 0
             handles.clear()
         self._synchronized = True
 
