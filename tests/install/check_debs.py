@@ -139,7 +139,8 @@ try:
                     has("python3-hvd", os.path.join(pkgdir, os.path.relpath(os.path.join(d, n), sources)))
         for rel in ("hvd_c.py", "hvd.cdef"):
             has("python3-hvd", pkgdir + "/" + rel)
-        check(glob.glob(os.path.join(usr, pkgdir, "_hvd_c*.so")), "python3-hvd has no _hvd_c extension")
+        for ext in ("_hvd_c", "_hvd_fast"):
+            check(glob.glob(os.path.join(usr, pkgdir, ext + "*.so")), "python3-hvd has no %s extension" % ext)
         check(not glob.glob(os.path.join(usr, pkgdir, "libhvd*")), "python3-hvd carries its own libhvd")
         check(glob.glob(os.path.join(usr, "lib/python3/dist-packages/hvd-*.dist-info/METADATA")),
               "python3-hvd has no dist-info")

@@ -28,6 +28,7 @@ from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, a
                   broadcast_async_, grouped_allreduce, grouped_allreduce_async, join, join_async,
                   poll, reducescatter, reducescatter_async, synchronize)
 from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from .ops import grouped_allreduce_, grouped_allreduce_async_  # in-place forms (Horovod's)
 
 __version__ = _c.hvd_version()
 

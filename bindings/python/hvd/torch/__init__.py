@@ -14,3 +14,4 @@ from .. import Handle, ProcessSet, global_process_set  # noqa: F401
 from .compression import Compression, Compressor  # noqa: F401
 from .functions import broadcast_optimizer_state, broadcast_parameters  # noqa: F401
 from .optimizer import DistributedOptimizer  # noqa: F401
+from .sparse import sparse_allreduce, sparse_allreduce_async  # noqa: F401
