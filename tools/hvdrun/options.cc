@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "tools/hvdrun/tuning_flags.h"
+
 namespace hvd {
 namespace run {
 
@@ -142,8 +144,13 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
       o.check_build = true;
     } else if (arg == "--help" || arg == "-h") {
       o.help = true;
+    } else if (arg == "--output-filename") {
+      HVD_RETURN_IF_ERROR(take(&o.output_dir));
+      if (o.output_dir.empty()) return Status::Invalid("--output-filename needs a directory");
     } else {
-      return Status::Invalid("unknown option '" + arg + "' (see hvdrun --help)");
+      bool tuning = false;
+      HVD_RETURN_IF_ERROR(ParseTuningFlag(arg, take, &tuning, &o.rank_env));
+      if (!tuning) return Status::Invalid("unknown option '" + arg + "' (see hvdrun --help)");
     }
     ++i;
   }
@@ -161,7 +168,7 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
 }
 
 std::string HelpText() {
-  return R"(usage: hvdrun -np N [options] [--] program [args...]
+  return std::string(R"(usage: hvdrun -np N [options] [--] program [args...]
 
 Starts N ranks of an hvd job and hosts the rendezvous store they use.
 
@@ -196,6 +203,10 @@ Options:
                             ranks get SIGTERM, then SIGKILL S seconds later;
                             time to report the error or save a checkpoint.
                             Default 3.
+  --output-filename DIR     Also write each rank's output, as the rank wrote it,
+                            to DIR/rank.N/stdout and DIR/rank.N/stderr (N padded
+                            with zeros to the width of the last rank; elastic:
+                            DIR/worker.ID/). With --mpi it is passed to mpirun.
 Elastic training (docs/elastic.md): workers may die or join while the job runs.
   --min-np N                Fewest workers the job runs with (default: -np, else 1).
   --max-np N                Most workers started (default: -np, else no limit).
@@ -212,7 +223,10 @@ Elastic training (docs/elastic.md): workers may die or join while the job runs.
   --check-build             Print the backends this build of hvd has and exit.
   -h, --help                Print this help and exit.
   --                        End of hvdrun's options; the program follows.
-
+Tuning (horovodrun's flags): each sets an HVD_* variable for every rank,
+overriding hvdrun's environment (docs/tuning.md).
+)") + TuningFlagsHelp() +
+         R"(
 Each line a rank prints is prefixed "[RANK]<stdout>:" or "[RANK]<stderr>:".
 If a rank fails, hvdrun stops the others and exits with that rank's code
 (128+signal if it was killed). SIGINT/SIGTERM are forwarded to every rank.
