@@ -8,8 +8,8 @@
 #include <string>
 
 #include "core/backends/registry.h"
-#include "core/handle_table.h"
-#include "core/runtime.h"
+#include "core/runtime/handle_table.h"
+#include "core/runtime/runtime.h"
 #include "hvd/hvd.h"
 
 using hvd::Code;

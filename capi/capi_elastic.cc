@@ -1,7 +1,7 @@
 // C functions of elastic mode (see "elastic training" in hvd.h): thin
 // wrappers over core/elastic.h.
 #include "capi/capi_report.h"
-#include "core/elastic.h"
+#include "core/rendezvous/elastic.h"
 #include "hvd/hvd.h"
 
 int hvd_elastic_enabled(void) {

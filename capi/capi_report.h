@@ -2,7 +2,7 @@
 // code and sets the thread's hvd_last_error() (defined in capi.cc).
 #pragma once
 
-#include "core/status.h"
+#include "core/common/status.h"
 #include "hvd/hvd.h"
 
 namespace hvd {

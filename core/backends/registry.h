@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
-#include "core/config.h"
+#include "core/backends/comm.h"
+#include "core/common/config.h"
 
 namespace hvd {
 

@@ -4,10 +4,10 @@
 
 #include <vector>
 
-#include "core/comm.h"
-#include "core/fusion.h"
-#include "core/message.h"
-#include "core/tensor_entry.h"
+#include "core/backends/comm.h"
+#include "core/coordination/fusion.h"
+#include "core/coordination/message.h"
+#include "core/runtime/tensor_entry.h"
 
 namespace hvd {
 

@@ -1,8 +1,8 @@
 #include <cstring>
 
+#include "core/common/reduce.h"
+#include "core/observability/timeline.h"
 #include "core/ops/op.h"
-#include "core/reduce.h"
-#include "core/timeline.h"
 
 namespace hvd {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/common/status.h"
 
 namespace hvd {
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
+#include "core/common/status.h"
 
 namespace hvd {
 namespace rendezvous {

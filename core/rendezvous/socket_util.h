@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/status.h"
+#include "core/common/status.h"
 
 namespace hvd {
 namespace rendezvous {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "core/elastic_keys.h"
+#include "core/rendezvous/elastic_keys.h"
 #include "core/rendezvous/kv_client.h"
 #include "core/rendezvous/kv_protocol.h"
 #include "core/rendezvous/kv_server.h"

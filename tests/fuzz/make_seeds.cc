@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/message.h"
+#include "core/coordination/message.h"
 #include "core/rendezvous/kv_protocol.h"
 
 namespace {

@@ -36,7 +36,7 @@ fi
 
 flags=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$src"
        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
-msg_srcs=("$src/core/message.cc" "$src/core/types.cc")
+msg_srcs=("$src/core/coordination/message.cc" "$src/core/common/types.cc")
 kv_srcs=("$src/core/rendezvous/kv_protocol.cc")
 declare -A target_srcs=(
   [request_list]="${msg_srcs[*]}"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/half.h"
+#include "core/common/half.h"
 #include "tests/gloo/gloo_test_util.h"
 
 namespace hvd {

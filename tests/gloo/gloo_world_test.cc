@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/config.h"
+#include "core/common/config.h"
 #include "core/rendezvous/kv_server.h"
 #include "tests/gloo/world_check.h"
 

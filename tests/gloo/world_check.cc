@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/backends/gloo/gloo_world.h"
-#include "core/config.h"
+#include "core/common/config.h"
 
 namespace hvd {
 namespace testing {

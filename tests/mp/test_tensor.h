@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/half.h"
+#include "core/common/half.h"
 
 namespace hvdtest {
 
@@ -19,32 +19,52 @@ inline const std::vector<T>& AllTypes() {
   return all;
 }
 inline const char* Name(T t) {
-  static const char* n[] = {"uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64"};
+  static const char* n[] = {"uint8",   "int8",     "int32",   "int64",
+                            "float16", "bfloat16", "float32", "float64"};
   return n[static_cast<int>(t)];
 }
-inline bool IsFloat(T t) { return t >= T::f16; }
-inline bool IsHalf(T t) { return t == T::f16 || t == T::bf16; }
+inline bool IsFloat(T t) {
+  return t >= T::f16;
+}
+inline bool IsHalf(T t) {
+  return t == T::f16 || t == T::bf16;
+}
 
 inline DLDataType ToDL(T t) {
   switch (t) {
-    case T::u8: return {kDLUInt, 8, 1};
-    case T::i8: return {kDLInt, 8, 1};
-    case T::i32: return {kDLInt, 32, 1};
-    case T::i64: return {kDLInt, 64, 1};
-    case T::f16: return {kDLFloat, 16, 1};
-    case T::bf16: return {kDLBfloat, 16, 1};
-    case T::f32: return {kDLFloat, 32, 1};
-    case T::f64: return {kDLFloat, 64, 1};
+    case T::u8:
+      return {kDLUInt, 8, 1};
+    case T::i8:
+      return {kDLInt, 8, 1};
+    case T::i32:
+      return {kDLInt, 32, 1};
+    case T::i64:
+      return {kDLInt, 64, 1};
+    case T::f16:
+      return {kDLFloat, 16, 1};
+    case T::bf16:
+      return {kDLBfloat, 16, 1};
+    case T::f32:
+      return {kDLFloat, 32, 1};
+    case T::f64:
+      return {kDLFloat, 64, 1};
   }
   return {kDLFloat, 32, 1};
 }
 
 inline size_t Size(T t) {
   switch (t) {
-    case T::u8: case T::i8: return 1;
-    case T::f16: case T::bf16: return 2;
-    case T::i32: case T::f32: return 4;
-    default: return 8;
+    case T::u8:
+    case T::i8:
+      return 1;
+    case T::f16:
+    case T::bf16:
+      return 2;
+    case T::i32:
+    case T::f32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -75,26 +95,88 @@ class Tensor {
 
   static void Store(uint8_t* p, T t, double v) {
     switch (t) {
-      case T::u8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); break; }
-      case T::i8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
-      case T::i32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
-      case T::i64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
-      case T::f16: { uint16_t x = hvd::FloatToFloat16(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-      case T::bf16: { uint16_t x = hvd::FloatToBFloat16(static_cast<float>(v)); std::memcpy(p, &x, 2); break; }
-      case T::f32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); break; }
-      case T::f64: std::memcpy(p, &v, 8); break;
+      case T::u8: {
+        uint8_t x = static_cast<uint8_t>(v);
+        std::memcpy(p, &x, 1);
+        break;
+      }
+      case T::i8: {
+        int8_t x = static_cast<int8_t>(v);
+        std::memcpy(p, &x, 1);
+        break;
+      }
+      case T::i32: {
+        int32_t x = static_cast<int32_t>(v);
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      case T::i64: {
+        int64_t x = static_cast<int64_t>(v);
+        std::memcpy(p, &x, 8);
+        break;
+      }
+      case T::f16: {
+        uint16_t x = hvd::FloatToFloat16(static_cast<float>(v));
+        std::memcpy(p, &x, 2);
+        break;
+      }
+      case T::bf16: {
+        uint16_t x = hvd::FloatToBFloat16(static_cast<float>(v));
+        std::memcpy(p, &x, 2);
+        break;
+      }
+      case T::f32: {
+        float x = static_cast<float>(v);
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      case T::f64:
+        std::memcpy(p, &v, 8);
+        break;
     }
   }
   static double Load(const uint8_t* p, T t) {
     switch (t) {
-      case T::u8: { uint8_t x; std::memcpy(&x, p, 1); return x; }
-      case T::i8: { int8_t x; std::memcpy(&x, p, 1); return x; }
-      case T::i32: { int32_t x; std::memcpy(&x, p, 4); return x; }
-      case T::i64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
-      case T::f16: { uint16_t x; std::memcpy(&x, p, 2); return hvd::Float16ToFloat(x); }
-      case T::bf16: { uint16_t x; std::memcpy(&x, p, 2); return hvd::BFloat16ToFloat(x); }
-      case T::f32: { float x; std::memcpy(&x, p, 4); return x; }
-      case T::f64: { double x; std::memcpy(&x, p, 8); return x; }
+      case T::u8: {
+        uint8_t x;
+        std::memcpy(&x, p, 1);
+        return x;
+      }
+      case T::i8: {
+        int8_t x;
+        std::memcpy(&x, p, 1);
+        return x;
+      }
+      case T::i32: {
+        int32_t x;
+        std::memcpy(&x, p, 4);
+        return x;
+      }
+      case T::i64: {
+        int64_t x;
+        std::memcpy(&x, p, 8);
+        return static_cast<double>(x);
+      }
+      case T::f16: {
+        uint16_t x;
+        std::memcpy(&x, p, 2);
+        return hvd::Float16ToFloat(x);
+      }
+      case T::bf16: {
+        uint16_t x;
+        std::memcpy(&x, p, 2);
+        return hvd::BFloat16ToFloat(x);
+      }
+      case T::f32: {
+        float x;
+        std::memcpy(&x, p, 4);
+        return x;
+      }
+      case T::f64: {
+        double x;
+        std::memcpy(&x, p, 8);
+        return x;
+      }
     }
     return 0;
   }

@@ -6,14 +6,14 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/autotune/bayesian_optimizer.h"
-#include "core/autotune/gaussian_process.h"
-#include "core/config.h"
-#include "core/fusion.h"
-#include "core/half.h"
-#include "core/message.h"
-#include "core/reduce.h"
-#include "core/response_cache.h"
+#include "core/common/config.h"
+#include "core/common/half.h"
+#include "core/common/reduce.h"
+#include "core/coordination/fusion.h"
+#include "core/coordination/message.h"
+#include "core/coordination/response_cache.h"
+#include "core/observability/autotune/bayesian_optimizer.h"
+#include "core/observability/autotune/gaussian_process.h"
 
 namespace hvd {
 namespace {
@@ -149,10 +149,10 @@ TEST(Fusion, NeverFusesErrorsOrDifferentScales) {
 }
 
 TEST(Fusion, ReducescattersFuseButNotWithAllreduces) {
-  auto out = FuseResponses({MakeResponse("r1", 4, DataType::kFloat32, OpType::kReducescatter),
-                            MakeResponse("a", 4),
-                            MakeResponse("r2", 4, DataType::kFloat32, OpType::kReducescatter)},
-                           1 << 20, 2);
+  auto out = FuseResponses(
+      {MakeResponse("r1", 4, DataType::kFloat32, OpType::kReducescatter), MakeResponse("a", 4),
+       MakeResponse("r2", 4, DataType::kFloat32, OpType::kReducescatter)},
+      1 << 20, 2);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].names, (std::vector<std::string>{"r1", "r2"}));
   EXPECT_EQ(out[1].names, std::vector<std::string>{"a"});

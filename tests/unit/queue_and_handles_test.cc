@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/handle_table.h"
-#include "core/tensor_queue.h"
+#include "core/runtime/handle_table.h"
+#include "core/runtime/tensor_queue.h"
 
 namespace hvd {
 namespace {

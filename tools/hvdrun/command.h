@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "core/common/status.h"
 
 namespace hvd {
 namespace run {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/common/status.h"
 #include "tools/hvdrun/hosts.h"
 
 namespace hvd {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <set>
 
-#include "core/elastic_keys.h"
+#include "core/rendezvous/elastic_keys.h"
 #include "core/rendezvous/kv_client.h"
 #include "core/rendezvous/socket_util.h"
 #include "tools/hvdrun/child_io.h"

@@ -2,7 +2,7 @@
 // --elastic): keeps the job's workers running across failures and host
 // changes. It discovers hosts every second, starts one worker per free slot
 // (up to --max-np), and publishes numbered rounds in the rendezvous store
-// (core/elastic_keys.h) whenever the set of live workers changes; workers
+// (core/rendezvous/elastic_keys.h) whenever the set of live workers changes; workers
 // join a round at hvd_init. See docs/elastic.md.
 #pragma once
 

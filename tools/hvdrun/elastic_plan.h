@@ -37,7 +37,7 @@ struct RoundSlot {
 std::vector<RoundSlot> PlanRound(std::vector<LiveWorker> workers);
 
 // "rank size local_rank local_size cross_rank cross_size": the value of
-// elastic/<n>/worker/<id> (see core/elastic_keys.h).
+// elastic/<n>/worker/<id> (see core/rendezvous/elastic_keys.h).
 std::string AssignmentValue(const RoundSlot& slot);
 
 // Hosts (in discovery order) for new workers: every free slot of a host that

@@ -7,8 +7,8 @@
 
 #include <string>
 
+#include "core/common/status.h"
 #include "core/rendezvous/socket_util.h"
-#include "core/status.h"
 
 namespace hvd {
 namespace run {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/common/status.h"
 #include "tools/hvdrun/command.h"
 
 namespace hvd {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/common/status.h"
 #include "core/rendezvous/socket_util.h"
-#include "core/status.h"
 
 namespace hvd {
 namespace run {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "core/status.h"
+#include "core/common/status.h"
 #include "tools/hvdrun/command.h"
 
 namespace hvd {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/backends/comm.h"
 #include "core/backends/gloo/gloo_error.h"
-#include "core/comm.h"
 
 namespace gloo {
 class Context;

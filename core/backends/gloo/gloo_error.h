@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
+#include "core/common/status.h"
 
 namespace hvd {
 namespace gloo_backend {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/reduce.h"
+#include "core/common/reduce.h"
 
 namespace hvd {
 namespace gloo_backend {

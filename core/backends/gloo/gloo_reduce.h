@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <functional>
 
-#include "core/comm.h"
-#include "core/status.h"
-#include "core/types.h"
+#include "core/backends/comm.h"
+#include "core/common/status.h"
+#include "core/common/types.h"
 
 namespace hvd {
 namespace gloo_backend {

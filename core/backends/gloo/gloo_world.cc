@@ -16,7 +16,7 @@
 #include "core/backends/gloo/gloo_comm.h"
 #include "core/backends/gloo/gloo_error.h"
 #include "core/backends/gloo/gloo_store.h"
-#include "core/elastic.h"
+#include "core/rendezvous/elastic.h"
 #include "core/rendezvous/kv_client.h"
 #include "core/rendezvous/socket_util.h"
 

@@ -3,8 +3,8 @@
 
 #include <memory>
 
+#include "core/backends/comm.h"
 #include "core/backends/registry.h"
-#include "core/comm.h"
 
 namespace hvd {
 

@@ -5,7 +5,7 @@
 
 #include "core/backends/mpi/mpi_comm.h"
 #include "core/backends/registry.h"
-#include "core/logging.h"
+#include "core/common/logging.h"
 
 namespace hvd {
 namespace {

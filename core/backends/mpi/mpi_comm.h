@@ -6,7 +6,7 @@
 
 #include <mpi.h>
 
-#include "core/comm.h"
+#include "core/backends/comm.h"
 
 namespace hvd {
 

@@ -1,7 +1,7 @@
 #include <mutex>
 
 #include "core/backends/mpi/mpi_comm.h"
-#include "core/reduce.h"
+#include "core/common/reduce.h"
 
 namespace hvd {
 namespace {

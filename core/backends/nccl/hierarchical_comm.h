@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "core/backends/cuda/staging_comm.h"
 #include "core/backends/nccl/nccl_comm.h"
+#include "core/backends/staging/staging_comm.h"
 
 namespace hvd {
 

@@ -10,8 +10,8 @@
 
 #include <nccl.h>
 
-#include "core/backends/cuda/cuda_util.h"
-#include "core/comm.h"
+#include "core/backends/comm.h"
+#include "core/cuda/cuda_util.h"
 
 namespace hvd {
 

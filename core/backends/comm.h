@@ -1,0 +1,80 @@
+// The interface every communication backend implements (MPI, Gloo, NCCL).
+// A Comm is one group of ranks (the world or a process set). The controller
+// uses the first three calls to negotiate; executors use the data calls.
+// Buffers are host memory unless the backend says it supports devices.
+// Calls are made from hvd's background thread only, one at a time per Comm.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/status.h"
+#include "core/common/types.h"
+
+namespace hvd {
+
+enum class BitOp { kAnd, kOr };
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Upper-case backend name used in timeline activities: "MPI", "GLOO", "NCCL".
+  virtual const char* backend_name() const = 0;
+  // Whether data calls accept memory on `device` (CPU always for MPI/Gloo).
+  virtual bool supports_device(const Device& device) const {
+    return device.kind == DeviceKind::kCPU;
+  }
+
+  // Autotune: the size of the pieces large allreduces are split into (a
+  // hint; backends that do not chunk ignore it).
+  virtual void SetAllreduceChunkBytes(int64_t /*bytes*/) {}
+  // Tensors of at least this many bytes skip the fusion buffer and run
+  // alone, in place (0: fuse everything up to the threshold). Worth it where
+  // a call is cheap next to copying the tensor twice (shared-memory MPI), not
+  // where each call costs milliseconds (Gloo over TCP).
+  virtual int64_t fusion_solo_bytes() const { return 0; }
+
+  // ---- controller
+  // Element-wise AND/OR of `n` words across all ranks, in place.
+  virtual Status AllreduceBits(uint64_t* words, size_t n, BitOp op) = 0;
+  // Root receives every rank's bytes in rank order in *all (others: untouched).
+  virtual Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) = 0;
+  // Root's *bytes replace *bytes on every other rank.
+  virtual Status BroadcastBytes(std::string* bytes, int root) = 0;
+  // Every rank receives every rank's bytes in rank order.
+  virtual Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all);
+
+  // ---- data
+  // In place over `count` elements; op is kSum, kMin, kMax or kProduct
+  // (averaging is a scale applied by the caller).
+  virtual Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) = 0;
+  // The same, reading `in` and writing `out` (host memory, not overlapping).
+  // The default copies then reduces in place; MPI reduces out of place, which
+  // saves a pass over the data.
+  virtual Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op);
+  // Rank r contributes bytes_per_rank[r] bytes; out receives them in rank order.
+  virtual Status Allgatherv(const void* in, void* out,
+                            const std::vector<int64_t>& bytes_per_rank) = 0;
+  virtual Status Broadcast(void* buf, int64_t bytes, int root) = 0;
+  // send_bytes[r] bytes (consecutive in `in`) go to rank r; recv_bytes[r]
+  // arrive from rank r, consecutive in `out`.
+  virtual Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                           const std::vector<int64_t>& recv_bytes) = 0;
+  // Reduce `in` (sum of counts elements) and leave this rank's block
+  // (counts[rank] elements, blocks in rank order) in `out`.
+  virtual Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
+                               DataType dt, ReduceOp op) = 0;
+  virtual Status Barrier() = 0;
+
+  // A new Comm over `ranks` (ranks of this Comm, ascending). Collective over
+  // the members only; `tag` is unique per call and equal on all members.
+  virtual Status Split(const std::vector<int>& ranks, const std::string& tag,
+                       std::unique_ptr<Comm>* out) = 0;
+};
+
+}  // namespace hvd

@@ -1,0 +1,56 @@
+// GPU tensors over a CPU backend: every data call copies device memory into
+// page-locked host buffers, runs the wrapped host Comm (MPI or Gloo) and
+// copies the result back. Used when NCCL is not built or HVD_GPU_OPERATIONS
+// asks for mpi/gloo, and for the cross-host step of hierarchical allreduce.
+#pragma once
+
+#include "core/backends/comm.h"
+#include "core/cuda/cuda_util.h"
+
+namespace hvd {
+
+class StagingComm : public Comm {
+ public:
+  // `host` and `stream` must outlive this object.
+  StagingComm(Comm* host, const CudaStream* stream) : host_(host), stream_(stream) {}
+
+  int rank() const override { return host_->rank(); }
+  int size() const override { return host_->size(); }
+  const char* backend_name() const override { return host_->backend_name(); }
+  bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
+
+  Status AllreduceBits(uint64_t* w, size_t n, BitOp op) override {
+    return host_->AllreduceBits(w, n, op);
+  }
+  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override {
+    return host_->GatherBytes(mine, root, all);
+  }
+  Status BroadcastBytes(std::string* bytes, int root) override {
+    return host_->BroadcastBytes(bytes, root);
+  }
+
+  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
+  Status Broadcast(void* buf, int64_t bytes, int root) override;
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override;
+  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
+                       ReduceOp op) override;
+  Status Barrier() override { return host_->Barrier(); }
+  Status Split(const std::vector<int>&, const std::string&, std::unique_ptr<Comm>*) override {
+    return Status::Unsupported("split the host communicator, not its GPU staging wrapper");
+  }
+
+ private:
+  // Device -> pinned (waits: the host backend reads it next).
+  Status ToHost(PinnedBuffer* dst, const void* src, int64_t bytes);
+  // Pinned -> device, queued on hvd's stream (ordered before later work).
+  Status ToDevice(void* dst, const void* src, int64_t bytes);
+  Status Reserve(PinnedBuffer* b, int64_t bytes);
+
+  Comm* host_;
+  const CudaStream* stream_;
+  PinnedBuffer in_, out_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,111 @@
+#include "core/coordination/fusion.h"
+
+#include <map>
+#include <tuple>
+
+namespace hvd {
+
+int64_t ResponseBytes(const Response& r, int set_size) {
+  const int64_t esize = static_cast<int64_t>(DataTypeSize(r.dtype));
+  switch (r.type) {
+    case OpType::kAllreduce:
+    case OpType::kReducescatter:
+    case OpType::kBroadcast: {
+      int64_t n = 0;
+      for (auto c : r.sizes) n += c;
+      return n * esize;
+    }
+    case OpType::kAllgather: {
+      // sizes: per tensor [row_elems, dim0 of each rank]
+      int64_t n = 0;
+      const size_t stride = 1 + static_cast<size_t>(set_size);
+      for (size_t i = 0; i + stride <= r.sizes.size(); i += stride) {
+        int64_t rows = 0;
+        for (int k = 0; k < set_size; ++k) rows += r.sizes[i + 1 + k];
+        n += rows * r.sizes[i];
+      }
+      return n * esize;
+    }
+    default:
+      return 0;
+  }
+}
+
+namespace {
+
+bool Fusable(const Response& r) {
+  return r.error_code == Code::kOk &&
+         (r.type == OpType::kAllreduce || r.type == OpType::kAllgather ||
+          r.type == OpType::kReducescatter) &&
+         r.names.size() == 1;
+}
+
+using Key = std::tuple<int, int, int, int, int, double, double>;
+
+Key FusionKey(const Response& r) {
+  bool reduces = r.type == OpType::kAllreduce || r.type == OpType::kReducescatter;
+  return Key(static_cast<int>(r.type), static_cast<int>(r.dtype),
+             reduces ? static_cast<int>(r.reduce_op) : 0, static_cast<int>(r.device.kind),
+             r.device.id, reduces ? r.prescale : 1.0, reduces ? r.postscale : 1.0);
+}
+
+}  // namespace
+
+std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses, int64_t threshold,
+                                    int set_size, int64_t solo_bytes) {
+  std::vector<Response> out;
+  out.reserve(responses.size());
+  std::vector<int64_t> bytes;   // per entry of `out`
+  std::map<Key, size_t> open;   // key -> index in out of the group still taking tensors
+  auto open_last = open.end();  // the group the previous response went to
+  for (const auto& p : responses) {
+    const Response& r = *p;
+    if (threshold <= 0 || !Fusable(r)) {
+      out.push_back(r);
+      bytes.push_back(0);
+      continue;
+    }
+    const int64_t b = ResponseBytes(r, set_size);
+    if (solo_bytes > 0 && b >= solo_bytes) {
+      out.push_back(r);
+      bytes.push_back(b);
+      continue;
+    }
+    const Key key = FusionKey(r);
+    // Runs of one kind are the common case: skip the map lookup for them.
+    auto it = !open.empty() && open_last->first == key ? open_last : open.find(key);
+    // Only tensors with the same joined ranks may share a buffer.
+    if (it != open.end() && bytes[it->second] + b <= threshold &&
+        out[it->second].joined_ranks == r.joined_ranks) {
+      Response& g = out[it->second];
+      g.names.push_back(r.names[0]);
+      g.sizes.insert(g.sizes.end(), r.sizes.begin(), r.sizes.end());
+      bytes[it->second] += b;
+      open_last = it;
+      continue;
+    }
+    open_last = open.insert_or_assign(key, out.size()).first;
+    bytes.push_back(b);
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold,
+                                    int set_size, int64_t solo_bytes) {
+  std::vector<ResponsePtr> shared;
+  shared.reserve(responses.size());
+  for (auto& r : responses) shared.push_back(std::make_shared<const Response>(std::move(r)));
+  return FuseResponses(shared, threshold, set_size, solo_bytes);
+}
+
+void* FusionBuffer::Get(int64_t bytes) {
+  if (static_cast<int64_t>(buf_.size()) < bytes) {
+    buf_.clear();
+    buf_.shrink_to_fit();
+    buf_.resize(static_cast<size_t>(bytes));
+  }
+  return buf_.data();
+}
+
+}  // namespace hvd

@@ -1,0 +1,166 @@
+#include "core/coordination/message.h"
+
+#include "core/common/wire.h"
+
+namespace hvd {
+namespace {
+
+constexpr int32_t kRequestListMagic = 0x48524c31;   // "HRL1"
+constexpr int32_t kResponseListMagic = 0x48534c31;  // "HSL1"
+
+template <typename E>
+bool ReadEnum(WireReader* r, E* out, int limit) {
+  uint8_t v;
+  if (!r->U8(&v) || v >= limit) return false;
+  *out = static_cast<E>(v);
+  return true;
+}
+
+void EncodeRequest(const Request& q, WireWriter* w) {
+  w->I32(q.rank);
+  w->I32(q.process_set);
+  w->U8(static_cast<uint8_t>(q.type));
+  w->U8(static_cast<uint8_t>(q.dtype));
+  w->U8(static_cast<uint8_t>(q.reduce_op));
+  w->U8(static_cast<uint8_t>(q.device.kind));
+  w->I32(q.device.id);
+  w->I32(q.root);
+  w->F64(q.prescale);
+  w->F64(q.postscale);
+  w->I64Vec(q.shape);
+  w->Str(q.name);
+  w->I32Vec(q.splits);
+  w->Str(q.group);
+  w->I32(q.group_size);
+  w->I32Vec(q.set_ranks);
+}
+
+bool DecodeRequest(WireReader* r, Request* q) {
+  return r->I32(&q->rank) && r->I32(&q->process_set) && ReadEnum(r, &q->type, kNumOpTypes) &&
+         ReadEnum(r, &q->dtype, kNumDataTypes) && ReadEnum(r, &q->reduce_op, 5) &&
+         ReadEnum(r, &q->device.kind, 2) && r->I32(&q->device.id) && r->I32(&q->root) &&
+         r->F64(&q->prescale) && r->F64(&q->postscale) && r->I64Vec(&q->shape) &&
+         r->Str(&q->name) && r->I32Vec(&q->splits) && r->Str(&q->group) && r->I32(&q->group_size) &&
+         r->I32Vec(&q->set_ranks);
+}
+
+}  // namespace
+
+int64_t Request::NumElements() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+bool Request::SameParams(const Request& o) const {
+  return type == o.type && dtype == o.dtype && reduce_op == o.reduce_op && device == o.device &&
+         root == o.root && prescale == o.prescale && postscale == o.postscale && shape == o.shape &&
+         splits == o.splits && group == o.group && group_size == o.group_size;
+}
+
+std::string EncodeRequestList(const RequestList& list) {
+  WireWriter w;
+  w.I32(kRequestListMagic);
+  w.U8(list.shutdown ? 1 : 0);
+  w.I64(static_cast<int64_t>(list.requests.size()));
+  for (const auto& q : list.requests) EncodeRequest(q, &w);
+  return w.Take();
+}
+
+Status DecodeRequestList(const std::string& bytes, RequestList* out) {
+  WireReader r(bytes);
+  int32_t magic;
+  uint8_t shutdown;
+  int64_t n;
+  // Each request takes at least 40 bytes, which bounds a hostile count.
+  if (!r.I32(&magic) || magic != kRequestListMagic || !r.U8(&shutdown) || !r.Length(&n, 40)) {
+    return Status::Internal("malformed request list header from a peer");
+  }
+  RequestList list;
+  list.shutdown = shutdown != 0;
+  list.requests.resize(static_cast<size_t>(n));
+  for (auto& q : list.requests) {
+    if (!DecodeRequest(&r, &q)) return Status::Internal("malformed request from a peer");
+  }
+  if (!r.AtEnd()) return Status::Internal("trailing bytes after a request list");
+  *out = std::move(list);
+  return Status::OK();
+}
+
+void EncodeResponse(const Response& s, WireWriter* w) {
+  w->U8(static_cast<uint8_t>(s.type));
+  w->I64(static_cast<int64_t>(s.names.size()));
+  for (const auto& n : s.names) w->Str(n);
+  w->I32(static_cast<int32_t>(s.error_code));
+  w->Str(s.error);
+  w->U8(static_cast<uint8_t>(s.dtype));
+  w->U8(static_cast<uint8_t>(s.reduce_op));
+  w->U8(static_cast<uint8_t>(s.device.kind));
+  w->I32(s.device.id);
+  w->I32(s.root);
+  w->F64(s.prescale);
+  w->F64(s.postscale);
+  w->I64Vec(s.sizes);
+  w->I64Vec(s.shape);
+  w->I32Vec(s.joined_ranks);
+  w->I32Vec(s.set_ranks);
+  w->I32(s.last_joined);
+}
+
+bool DecodeResponse(WireReader* r, Response* s) {
+  int64_t n;
+  if (!ReadEnum(r, &s->type, kNumOpTypes) || !r->Length(&n, 8)) return false;
+  s->names.resize(static_cast<size_t>(n));
+  for (auto& name : s->names) {
+    if (!r->Str(&name)) return false;
+  }
+  int32_t code;
+  if (!r->I32(&code) || code > 1 || code < -10) return false;
+  s->error_code = static_cast<Code>(code);
+  return r->Str(&s->error) && ReadEnum(r, &s->dtype, kNumDataTypes) &&
+         ReadEnum(r, &s->reduce_op, 5) && ReadEnum(r, &s->device.kind, 2) &&
+         r->I32(&s->device.id) && r->I32(&s->root) && r->F64(&s->prescale) &&
+         r->F64(&s->postscale) && r->I64Vec(&s->sizes) && r->I64Vec(&s->shape) &&
+         r->I32Vec(&s->joined_ranks) && r->I32Vec(&s->set_ranks) && r->I32(&s->last_joined);
+}
+
+std::string EncodeResponseList(const ResponseList& list) {
+  WireWriter w;
+  w.I32(kResponseListMagic);
+  w.U8(list.shutdown ? 1 : 0);
+  w.I32Vec(list.shutdown_ranks);
+  w.I64(static_cast<int64_t>(list.responses.size()));
+  for (const auto& s : list.responses) EncodeResponse(s, &w);
+  return w.Take();
+}
+
+Status DecodeResponseList(const std::string& bytes, ResponseList* out) {
+  WireReader r(bytes);
+  int32_t magic;
+  uint8_t shutdown;
+  int64_t n;
+  ResponseList list;
+  if (!r.I32(&magic) || magic != kResponseListMagic || !r.U8(&shutdown) ||
+      !r.I32Vec(&list.shutdown_ranks) || !r.Length(&n, 40)) {
+    return Status::Internal("malformed response list header from the coordinator");
+  }
+  list.shutdown = shutdown != 0;
+  list.responses.resize(static_cast<size_t>(n));
+  for (auto& s : list.responses) {
+    if (!DecodeResponse(&r, &s)) return Status::Internal("malformed response from the coordinator");
+  }
+  if (!r.AtEnd()) return Status::Internal("trailing bytes after a response list");
+  *out = std::move(list);
+  return Status::OK();
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace hvd

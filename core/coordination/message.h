@@ -1,0 +1,85 @@
+// What ranks tell the coordinator (Request) and what it answers (Response),
+// with their wire encodings.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/status.h"
+#include "core/common/types.h"
+
+namespace hvd {
+
+// One rank's wish to run one collective on one tensor.
+struct Request {
+  int32_t rank = 0;  // rank within the process set
+  int32_t process_set = 0;
+  OpType type = OpType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  Device device;
+  int32_t root = 0;  // broadcast
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> shape;
+  std::string name;
+  std::vector<int32_t> splits;  // alltoall: rows for each destination
+  std::string group;            // grouped allreduce: all members run together
+  int32_t group_size = 0;
+  std::vector<int32_t> set_ranks;  // add_process_set
+
+  int64_t NumElements() const;
+  // Equal in everything a cached response depends on.
+  bool SameParams(const Request& o) const;
+};
+
+struct RequestList {
+  bool shutdown = false;
+  std::vector<Request> requests;
+};
+
+// The coordinator's decision for one tensor (or, after fusion, several).
+struct Response {
+  OpType type = OpType::kAllreduce;
+  std::vector<std::string> names;
+  Code error_code = Code::kOk;  // non-OK: the op fails on every rank with `error`
+  std::string error;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  Device device;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  // Per tensor, in names order:
+  //  allreduce/broadcast/reducescatter: element count, then the shape;
+  //  allgather: dim0 of every rank (size entries) per tensor;
+  //  alltoall: the size x size split matrix (row = sender).
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> shape;  // single-tensor shape (for joined ranks and results)
+  std::vector<int32_t> joined_ranks;
+  std::vector<int32_t> set_ranks;  // add_process_set
+  int32_t last_joined = -1;        // join: the rank that joined last
+};
+
+// Responses are shared, not copied, between the response cache and a cycle's
+// output: a steady-state cycle hands on hundreds of cached ones.
+using ResponsePtr = std::shared_ptr<const Response>;
+
+struct ResponseList {
+  bool shutdown = false;
+  std::vector<int32_t> shutdown_ranks;
+  std::vector<Response> responses;
+};
+
+std::string EncodeRequestList(const RequestList& list);
+Status DecodeRequestList(const std::string& bytes, RequestList* out);
+std::string EncodeResponseList(const ResponseList& list);
+Status DecodeResponseList(const std::string& bytes, ResponseList* out);
+void EncodeResponse(const Response& r, class WireWriter* w);
+bool DecodeResponse(class WireReader* r, Response* out);
+
+std::string ShapeString(const std::vector<int64_t>& shape);
+
+}  // namespace hvd

@@ -1,0 +1,118 @@
+#include "core/cuda/cuda_util.h"
+
+#include <chrono>
+#include <thread>
+
+namespace hvd {
+
+Status CudaStatus(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return Status::OK();
+  return Status::Backend(std::string("CUDA: ") + what + ": " + cudaGetErrorName(err) + " (" +
+                         cudaGetErrorString(err) + ")");
+}
+
+int CudaDeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+CudaDeviceGuard::CudaDeviceGuard(int device) {
+  status_ = CudaStatus(cudaGetDevice(&previous_), "cudaGetDevice");
+  if (status_.ok() && previous_ != device)
+    status_ = CudaStatus(cudaSetDevice(device), "cudaSetDevice");
+}
+
+CudaDeviceGuard::~CudaDeviceGuard() {
+  if (previous_ >= 0) (void)cudaSetDevice(previous_);
+}
+
+CudaStream::~CudaStream() {
+  if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+Status CudaStream::Create() {
+  if (stream_) return Status::OK();
+  return CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                    "cudaStreamCreateWithFlags");
+}
+
+Status CudaStream::Wait(double timeout_s, AbortCheck abort_check, void* user) const {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto pause = std::chrono::microseconds(1);
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(stream_);
+    if (e == cudaSuccess) return Status::OK();
+    if (e != cudaErrorNotReady) return CudaStatus(e, "cudaStreamQuery");
+    if (abort_check) HVD_RETURN_IF_ERROR(abort_check(user));
+    if (timeout_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > timeout_s) {
+      return Status::Timeout("GPU work did not finish within " + std::to_string(timeout_s) +
+                             " s (a peer may be stuck or gone)");
+    }
+    // Spin briefly for short collectives, then back off to spare the core.
+    std::this_thread::sleep_for(pause);
+    if (pause < std::chrono::microseconds(200)) pause *= 2;
+  }
+}
+
+CudaEvent::~CudaEvent() {
+  if (event_) (void)cudaEventDestroy(event_);
+}
+
+Status CudaEvent::Create() {
+  if (event_) return Status::OK();
+  return CudaStatus(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
+                    "cudaEventCreateWithFlags");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  Free();
+}
+
+void DeviceBuffer::Free() {
+  if (ptr_) (void)cudaFree(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+}
+
+Status DeviceBuffer::Reserve(int64_t bytes) {
+  if (bytes <= bytes_) return Status::OK();
+  Free();
+  const cudaError_t e = cudaMalloc(&ptr_, static_cast<size_t>(bytes));
+  if (e != cudaSuccess) {
+    ptr_ = nullptr;
+    (void)cudaGetLastError();  // out-of-memory is not sticky; clear it
+    return CudaStatus(e, ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str());
+  }
+  bytes_ = bytes;
+  return Status::OK();
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  Free();
+}
+
+void PinnedBuffer::Free() {
+  if (ptr_) (void)cudaFreeHost(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+}
+
+Status PinnedBuffer::Reserve(int64_t bytes) {
+  if (bytes <= bytes_) return Status::OK();
+  Free();
+  const cudaError_t e = cudaMallocHost(&ptr_, static_cast<size_t>(bytes));
+  if (e != cudaSuccess) {
+    ptr_ = nullptr;
+    (void)cudaGetLastError();  // out-of-memory is not sticky; clear it
+    return CudaStatus(e, ("cudaMallocHost of " + std::to_string(bytes) + " bytes").c_str());
+  }
+  bytes_ = bytes;
+  return Status::OK();
+}
+
+}  // namespace hvd

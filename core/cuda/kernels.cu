@@ -1,0 +1,157 @@
+// Device kernels behind cuda_kernels.h. Kept in one small file: nvcc is slow.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/cuda/cuda_kernels.h"
+
+namespace hvd {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kLargeCopyBytes = 1 << 20;
+
+int BlocksFor(int64_t n) {
+  // Grid-stride loops: a bounded grid covers any size.
+  return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, 4096));
+}
+
+template <typename T>
+struct ScaleOp {  // integers: computed in double, rounded to nearest like llround
+  __device__ static T Apply(T v, double f) {
+    return static_cast<T>(llround(static_cast<double>(v) * f));
+  }
+};
+template <>
+struct ScaleOp<float> {
+  __device__ static float Apply(float v, double f) { return v * static_cast<float>(f); }
+};
+template <>
+struct ScaleOp<double> {
+  __device__ static double Apply(double v, double f) { return v * f; }
+};
+template <>
+struct ScaleOp<__half> {
+  __device__ static __half Apply(__half v, double f) {
+    return __float2half_rn(__half2float(v) * static_cast<float>(f));
+  }
+};
+template <>
+struct ScaleOp<__nv_bfloat16> {
+  __device__ static __nv_bfloat16 Apply(__nv_bfloat16 v, double f) {
+    return __float2bfloat16_rn(__bfloat162float(v) * static_cast<float>(f));
+  }
+};
+
+template <typename T>
+__global__ void ScaleKernel(T* dst, const T* src, int64_t n, double f) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += stride) {
+    dst[i] = ScaleOp<T>::Apply(src[i], f);
+  }
+}
+
+template <typename T>
+Status Launch(void* dst, const void* src, int64_t n, double f, cudaStream_t s) {
+  ScaleKernel<T>
+      <<<BlocksFor(n), kThreads, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src), n, f);
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return Status::OK();
+  return Status::Backend(std::string("CUDA: scale kernel launch: ") + cudaGetErrorString(e));
+}
+
+// Passed by value as a kernel parameter: no device-side descriptor array to
+// allocate or copy (64 * 24 bytes is well inside the parameter limit).
+struct RegionBatch {
+  CopyRegion r[kMaxRegionsPerLaunch];
+  int n;
+};
+
+// One block per region, 16-byte moves where both pointers and the size
+// allow it (the fusion buffer and framework allocations usually do).
+__global__ void BatchedCopyKernel(RegionBatch batch) {
+  const CopyRegion& reg = batch.r[blockIdx.x];
+  const auto* s = static_cast<const unsigned char*>(reg.src);
+  auto* d = static_cast<unsigned char*>(reg.dst);
+  const bool vec = ((reinterpret_cast<uintptr_t>(s) | reinterpret_cast<uintptr_t>(d)) & 15) == 0;
+  int64_t done = 0;
+  if (vec) {
+    const int64_t n16 = reg.bytes / 16;
+    for (int64_t i = threadIdx.x; i < n16; i += blockDim.x) {
+      reinterpret_cast<uint4*>(d)[i] = reinterpret_cast<const uint4*>(s)[i];
+    }
+    done = n16 * 16;
+  }
+  for (int64_t i = done + threadIdx.x; i < reg.bytes; i += blockDim.x) d[i] = s[i];
+}
+
+}  // namespace
+
+Status ScaleCopyAsync(void* dst, const void* src, int64_t n, DataType dt, double f,
+                      cudaStream_t s) {
+  if (n <= 0) return Status::OK();
+  if (f == 1.0) {
+    if (dst == src) return Status::OK();
+    cudaError_t e = cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * DataTypeSize(dt),
+                                    cudaMemcpyDeviceToDevice, s);
+    if (e == cudaSuccess) return Status::OK();
+    return Status::Backend(std::string("CUDA: cudaMemcpyAsync: ") + cudaGetErrorString(e));
+  }
+  switch (dt) {
+    case DataType::kUInt8:
+      return Launch<uint8_t>(dst, src, n, f, s);
+    case DataType::kInt8:
+      return Launch<int8_t>(dst, src, n, f, s);
+    case DataType::kInt32:
+      return Launch<int32_t>(dst, src, n, f, s);
+    case DataType::kInt64:
+      return Launch<long long>(dst, src, n, f, s);
+    case DataType::kFloat16:
+      return Launch<__half>(dst, src, n, f, s);
+    case DataType::kBFloat16:
+      return Launch<__nv_bfloat16>(dst, src, n, f, s);
+    case DataType::kFloat32:
+      return Launch<float>(dst, src, n, f, s);
+    case DataType::kFloat64:
+      return Launch<double>(dst, src, n, f, s);
+  }
+  return Status::Internal("scale: unknown dtype");
+}
+
+Status BatchedCopyAsync(const CopyRegion* regions, size_t n, cudaStream_t s) {
+  RegionBatch batch;
+  size_t i = 0;
+  while (i < n) {
+    batch.n = 0;
+    int64_t largest = 0;
+    for (; i < n && batch.n < static_cast<int>(kMaxRegionsPerLaunch); ++i) {
+      if (regions[i].bytes <= 0) continue;
+      if (regions[i].bytes >= kLargeCopyBytes) {
+        // One block would crawl through it; the copy engine runs at full speed.
+        cudaError_t e =
+            cudaMemcpyAsync(regions[i].dst, regions[i].src, static_cast<size_t>(regions[i].bytes),
+                            cudaMemcpyDeviceToDevice, s);
+        if (e != cudaSuccess) {
+          return Status::Backend(std::string("CUDA: cudaMemcpyAsync: ") + cudaGetErrorString(e));
+        }
+        continue;
+      }
+      batch.r[batch.n++] = regions[i];
+      largest = std::max(largest, regions[i].bytes);
+    }
+    if (batch.n == 0) break;
+    // Small copies need few threads; large ones get a full block each.
+    const int threads = largest >= 16 * 1024 ? 1024 : 256;
+    BatchedCopyKernel<<<batch.n, threads, 0, s>>>(batch);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+      return Status::Backend(std::string("CUDA: batched copy launch: ") + cudaGetErrorString(e));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace hvd

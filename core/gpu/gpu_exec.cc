@@ -1,0 +1,245 @@
+#include "core/gpu/gpu_exec.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "core/backends/staging/staging_comm.h"
+#include "core/common/logging.h"
+#include "core/cuda/cuda_kernels.h"
+#include "core/cuda/cuda_util.h"
+#ifdef HVD_HAVE_NCCL
+#include "core/backends/nccl/hierarchical_comm.h"
+#include "core/backends/nccl/hierarchy_plan.h"
+#include "core/backends/nccl/nccl_comm.h"
+#endif
+
+namespace hvd {
+namespace {
+
+// MemOps on one device, queued on hvd's stream.
+class CudaMemOps : public MemOps {
+ public:
+  explicit CudaMemOps(const CudaStream* stream) : stream_(stream) {}
+  Status ScaleCopy(void* dst, const void* src, int64_t n, DataType dt, double f) override {
+    return ScaleCopyAsync(dst, src, n, dt, f, stream_->get());
+  }
+  Status Zero(void* buf, int64_t n, DataType dt) override {
+    if (n <= 0) return Status::OK();
+    HVD_CUDA_CHECK(
+        cudaMemsetAsync(buf, 0, static_cast<size_t>(n) * DataTypeSize(dt), stream_->get()));
+    return Status::OK();
+  }
+  Status CopyRegions(const std::vector<Region>& regions) override {
+    std::vector<CopyRegion> v;
+    v.reserve(regions.size());
+    for (const auto& r : regions) v.push_back({r.dst, r.src, r.bytes});
+    return BatchedCopyAsync(v.data(), v.size(), stream_->get());
+  }
+  Status Fusion(int64_t bytes, void** out) override {
+    // Growing frees the old buffer, which queued kernels may still use.
+    if (bytes > fusion_.capacity()) HVD_RETURN_IF_ERROR(stream_->Wait(0));
+    HVD_RETURN_IF_ERROR(fusion_.Reserve(bytes));
+    *out = fusion_.data();
+    return Status::OK();
+  }
+
+ private:
+  const CudaStream* stream_;
+  DeviceBuffer fusion_;
+};
+
+double GpuTimeoutSeconds() {
+  const char* v = GetEnv("GPU_TIMEOUT_SECONDS");
+  if (!v) return 600.0;
+  char* end = nullptr;
+  double d = std::strtod(v, &end);
+  return end && *end == '\0' ? d : 600.0;
+}
+
+std::string HostKey() {
+  if (const char* h = std::getenv("HVD_HOSTNAME")) return h;
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+}  // namespace
+
+Status ParseGpuOperations(const char* v, bool nccl_built, GpuOperations* out) {
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "auto" || s == "AUTO") {
+    *out = nccl_built ? GpuOperations::kNccl : GpuOperations::kStaging;
+  } else if (s == "nccl" || s == "NCCL") {
+    if (!nccl_built) {
+      return Status::Unsupported("HVD_GPU_OPERATIONS=nccl, but this libhvd was built without NCCL");
+    }
+    *out = GpuOperations::kNccl;
+  } else if (s == "mpi" || s == "MPI" || s == "gloo" || s == "GLOO") {
+    *out = GpuOperations::kStaging;
+  } else {
+    return Status::Invalid("HVD_GPU_OPERATIONS='" + s + "' (expected nccl, mpi, gloo or auto)");
+  }
+  return Status::OK();
+}
+
+// hvd's GPU state for one process set on one device. Members are declared
+// in dependency order: destruction runs bottom-up, so communicators go
+// before the stream they queue on.
+struct GpuDevice {
+  int device = 0;
+  CudaStream stream;
+  CudaEvent ready;  // recorded on the caller's stream, waited on by ours
+  std::unique_ptr<CudaMemOps> mem;
+  std::unique_ptr<Comm> comm;
+};
+
+class GpuSet {
+ public:
+  Status Get(ProcessSet& ps, const Config& config, int device, GpuDevice** out) {
+    auto it = devices_.find(device);
+    if (it != devices_.end()) {
+      *out = it->second.get();
+      return Status::OK();
+    }
+    auto d = std::make_unique<GpuDevice>();
+    d->device = device;
+    HVD_RETURN_IF_ERROR(d->stream.Create());
+    HVD_RETURN_IF_ERROR(d->ready.Create());
+    d->mem = std::make_unique<CudaMemOps>(&d->stream);
+    HVD_RETURN_IF_ERROR(MakeComm(ps, config, d.get()));
+    *out = d.get();
+    devices_[device] = std::move(d);
+    return Status::OK();
+  }
+  int last_device = -1;
+
+ private:
+  Status MakeComm(ProcessSet& ps, const Config& config, GpuDevice* d) {
+#ifdef HVD_HAVE_NCCL
+    const bool nccl_built = true;
+#else
+    const bool nccl_built = false;
+#endif
+    GpuOperations how = GpuOperations::kStaging;
+    HVD_RETURN_IF_ERROR(ParseGpuOperations(GetEnv("GPU_OPERATIONS"), nccl_built, &how));
+    if (how == GpuOperations::kStaging) {
+      d->comm = std::make_unique<StagingComm>(ps.data_comm.get(), &d->stream);
+      return Status::OK();
+    }
+#ifdef HVD_HAVE_NCCL
+    const double timeout = GpuTimeoutSeconds();
+    std::unique_ptr<NcclComm> flat;
+    HVD_RETURN_IF_ERROR(NcclComm::Create(ps.controller_comm.get(), &d->stream, timeout, &flat));
+    if (!config.hierarchical_allreduce) {
+      d->comm = std::move(flat);
+      return Status::OK();
+    }
+    std::vector<std::string> hosts;
+    HVD_RETURN_IF_ERROR(ps.controller_comm->AllgatherBytes(HostKey(), &hosts));
+    HierarchyPlan plan = PlanHierarchy(hosts, ps.rank());
+    if (!plan.usable) {
+      // Every rank sees the same hosts, so all take this branch together.
+      HVD_LOG(kInfo) << "hierarchical allreduce off for process set " << ps.id << ": "
+                     << plan.reason;
+      d->comm = std::move(flat);
+      return Status::OK();
+    }
+    const std::string tag = "gpu.set" + std::to_string(ps.id) + ".dev" + std::to_string(d->device);
+    std::unique_ptr<Comm> local_ctrl, cross;
+    HVD_RETURN_IF_ERROR(ps.controller_comm->Split(
+        plan.local_ranks, tag + ".local" + std::to_string(plan.host_index), &local_ctrl));
+    std::unique_ptr<NcclComm> local;
+    HVD_RETURN_IF_ERROR(NcclComm::Create(local_ctrl.get(), &d->stream, timeout, &local));
+    HVD_RETURN_IF_ERROR(ps.data_comm->Split(
+        plan.cross_ranks, tag + ".cross" + std::to_string(plan.local_rank), &cross));
+    d->comm = std::make_unique<HierarchicalComm>(
+        std::move(flat), std::move(local), std::move(local_ctrl), std::move(cross), &d->stream);
+    return Status::OK();
+#else
+    (void)config;
+    return Status::Internal("NCCL chosen in a build without NCCL");
+#endif
+  }
+
+  std::map<int, std::unique_ptr<GpuDevice>> devices_;
+};
+
+namespace {
+
+// The device of this rank's tensors (responses carry the coordinator's).
+Status LocalDevice(const GpuSet& g, const std::vector<TensorEntry*>& entries, int* device) {
+  int dev = -1;
+  for (const auto* e : entries) {
+    if (!e) continue;
+    if (dev >= 0 && e->request.device.id != dev) {
+      return Status::Invalid("tensors fused into one GPU collective are on different devices (" +
+                             std::to_string(dev) + " and " + std::to_string(e->request.device.id) +
+                             ")");
+    }
+    dev = e->request.device.id;
+  }
+  if (dev < 0) dev = g.last_device;  // joined rank: no tensors of its own
+  if (dev < 0) HVD_CUDA_CHECK(cudaGetDevice(&dev));
+  *device = dev;
+  return Status::OK();
+}
+
+// Results hvd allocates for GPU tensors live on the device and belong to
+// the handle, like host results do.
+ResultAllocator DeviceResultAllocator(HandleState* handle) {
+  return [handle](size_t bytes, const std::vector<int64_t>&, DataType, const Device&) -> void* {
+    auto buf = std::make_shared<DeviceBuffer>();
+    if (!buf->Reserve(static_cast<int64_t>(bytes)).ok()) return nullptr;
+    void* p = buf->data();
+    handle->result().device_owned = std::move(buf);
+    return p;
+  };
+}
+
+}  // namespace
+
+Status ExecuteOnGpu(ProcessSet& ps, const Config& config, const Response& r,
+                    std::vector<TensorEntry*>& entries, ExecContext& ctx, Executor exec) {
+  if (CudaDeviceCount() == 0) {
+    return Status::Unsupported("a CUDA tensor was submitted but no CUDA device is usable here");
+  }
+  if (!ps.gpu) ps.gpu = std::make_shared<GpuSet>();
+  int device = 0;
+  HVD_RETURN_IF_ERROR(LocalDevice(*ps.gpu, entries, &device));
+  CudaDeviceGuard guard(device);
+  HVD_RETURN_IF_ERROR(guard.status());
+  GpuDevice* d = nullptr;
+  HVD_RETURN_IF_ERROR(ps.gpu->Get(ps, config, device, &d));
+  ps.gpu->last_device = device;
+
+  // Order hvd's stream after the producers of the inputs. Without an
+  // explicit stream, the legacy default stream is the best guess (it is
+  // what unstreamed CUDA code and cudaMemcpy use).
+  std::vector<void*> waited;
+  for (auto* e : entries) {
+    if (!e) continue;
+    void* s = e->cuda_stream ? e->cuda_stream : static_cast<void*>(cudaStreamLegacy);
+    bool seen = false;
+    for (void* w : waited) seen = seen || w == s;
+    if (seen) continue;
+    waited.push_back(s);
+    HVD_CUDA_CHECK(cudaEventRecord(d->ready.get(), static_cast<cudaStream_t>(s)));
+    HVD_CUDA_CHECK(cudaStreamWaitEvent(d->stream.get(), d->ready.get(), 0));
+  }
+  for (auto* e : entries) {
+    if (e && !e->allocator) e->allocator = DeviceResultAllocator(e->handle.get());
+  }
+
+  ctx.comm = d->comm.get();
+  ctx.mem = d->mem.get();
+  Status s = exec(ctx, r, entries);
+  // The handle completes only when the results are in memory: callers may
+  // read them from any stream (or the host) after hvd_wait.
+  Status w = d->stream.Wait(GpuTimeoutSeconds());
+  return s.ok() ? w : s;
+}
+
+}  // namespace hvd

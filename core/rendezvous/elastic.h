@@ -1,0 +1,43 @@
+// Worker side of elastic mode (HVD_ELASTIC=1, set by `hvdrun --min-np ...`).
+// The launcher publishes numbered *rounds* in its rendezvous store, each
+// giving every live worker (named by HVD_WORKER_ID) its rank and size. Each
+// hvd_init joins the newest round published after the one this process
+// joined last, so hvd_shutdown + hvd_init moves a worker to the next round.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/common/status.h"
+
+namespace hvd {
+
+class KVClient;
+
+namespace elastic {
+
+// True when HVD_ELASTIC (or HOROVOD_ELASTIC) is 1.
+bool Enabled();
+
+struct Assignment {
+  int64_t round = -1;
+  int rank = 0;
+  int size = 1;
+};
+
+// Waits (up to HVD_ELASTIC_TIMEOUT seconds, default 600) for a round newer
+// than the last joined one and reads this worker's place in it. When this
+// worker already joined a round, it first asks the launcher for a new one
+// (a failure the launcher cannot see, e.g. a timeout, must not leave the
+// workers waiting for a round that never comes). Remembers the round.
+Status JoinNextRound(KVClient* client, Assignment* out);
+
+// The round joined by the last successful JoinNextRound; -1 before.
+int64_t CurrentRound();
+
+// Whether the launcher published a round newer than CurrentRound(): hosts
+// or workers were added or lost. false outside elastic mode.
+Status HostsUpdated(bool* updated);
+
+}  // namespace elastic
+}  // namespace hvd
