@@ -372,6 +372,9 @@ int hvd_cross_rank(void) {
 int hvd_cross_size(void) {
   return Query("hvd_cross_size", [](const hvd::Topology& t) { return t.cross_size; });
 }
+int hvd_is_homogeneous(void) {
+  return Query("hvd_is_homogeneous", [](const hvd::Topology& t) { return t.homogeneous ? 1 : 0; });
+}
 
 int hvd_mpi_threads_supported(void) {
 #ifdef HVD_HAVE_MPI

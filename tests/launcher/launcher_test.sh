@@ -1,10 +1,11 @@
 #!/bin/sh
 # End-to-end checks of hvdrun, one case per ctest test:
-#   launcher_test.sh CASE HVDRUN KV_RANK_PROBE
+#   launcher_test.sh CASE HVDRUN KV_RANK_PROBE [HVD_TOPOLOGY_PROBE]
 set -u
 CASE=$1
 HVDRUN=$2
 PROBE=$3
+TOPO=${4:-}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -132,6 +133,29 @@ output_files)
   [ "$rc" = 1 ] || fail "expected exit code 1, got $rc"
   grep -qx "hvdrun: cannot create directory $TMP/plainfile: a file of that name exists" "$TMP/err" || fail "no clear error"
   [ ! -s "$TMP/out" ] || fail "a rank started"
+  ;;
+topology)
+  # hvd's own topology through the C API, with this machine under two names
+  # (hosts are told apart by HVD_HOSTNAME): 2 + 2 ranks is homogeneous,
+  # 2 + 1 is not.
+  H=$(hostname)
+  run -np 4 -H "localhost:2,$H:2" "$TOPO"
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  sed -n 's/^\[[0-9]*\]<stdout>://p' "$TMP/out" > "$TMP/probe"
+  expect_lines "$TMP/probe" <<'X'
+rank=0 size=4 local_rank=0 local_size=2 cross_rank=0 cross_size=2 homogeneous=1 backend=gloo
+rank=1 size=4 local_rank=1 local_size=2 cross_rank=0 cross_size=2 homogeneous=1 backend=gloo
+rank=2 size=4 local_rank=0 local_size=2 cross_rank=1 cross_size=2 homogeneous=1 backend=gloo
+rank=3 size=4 local_rank=1 local_size=2 cross_rank=1 cross_size=2 homogeneous=1 backend=gloo
+X
+  run -np 3 -H "localhost:2,$H:1" "$TOPO"
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  sed -n 's/^\[[0-9]*\]<stdout>://p' "$TMP/out" > "$TMP/probe"
+  expect_lines "$TMP/probe" <<'X'
+rank=0 size=3 local_rank=0 local_size=2 cross_rank=0 cross_size=2 homogeneous=0 backend=gloo
+rank=1 size=3 local_rank=1 local_size=2 cross_rank=0 cross_size=1 homogeneous=0 backend=gloo
+rank=2 size=3 local_rank=0 local_size=1 cross_rank=1 cross_size=2 homogeneous=0 backend=gloo
+X
   ;;
 check_build)
   run --check-build

@@ -110,6 +110,9 @@ HVD_API int hvd_local_rank(void);
 HVD_API int hvd_local_size(void);
 HVD_API int hvd_cross_rank(void);
 HVD_API int hvd_cross_size(void);
+/* 1 when every host runs the same number of ranks, else 0 (-1 when not
+ * initialised). Hosts are told apart as for hvd_local_size. */
+HVD_API int hvd_is_homogeneous(void);
 
 /* Build and run-time facts: 1 yes, 0 no. */
 HVD_API int hvd_mpi_threads_supported(void);

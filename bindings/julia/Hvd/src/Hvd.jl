@@ -62,6 +62,7 @@ rank() = topology(LibHvd.hvd_rank())
 size() = topology(LibHvd.hvd_size())   # Hvd.size(), not Base.size
 local_rank() = topology(LibHvd.hvd_local_rank())
 local_size() = topology(LibHvd.hvd_local_size())
+is_homogeneous() = topology(LibHvd.hvd_is_homogeneous()) == 1   # same number of ranks per host
 barrier() = check(LibHvd.hvd_barrier(Int32(0)))
 
 # ------------------------------------------------------------- tensors

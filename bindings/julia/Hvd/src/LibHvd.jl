@@ -183,6 +183,11 @@ function hvd_cross_size()
     ccall((:hvd_cross_size, libhvd), Cint, ())
 end
 
+"C: `int hvd_is_homogeneous(void)`"
+function hvd_is_homogeneous()
+    ccall((:hvd_is_homogeneous, libhvd), Cint, ())
+end
+
 "C: `int hvd_mpi_threads_supported(void)`"
 function hvd_mpi_threads_supported()
     ccall((:hvd_mpi_threads_supported, libhvd), Cint, ())
