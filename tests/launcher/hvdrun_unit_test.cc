@@ -36,6 +36,16 @@ TEST(HvdrunOptions, ParsesFlagsAndStopsAtProgram) {
   EXPECT_FALSE(ParseOptions({"-np", "-3", "prog"}, &o).ok());
   EXPECT_FALSE(ParseOptions({"-np", "2", "--start-timeout", "0", "prog"}, &o).ok());
   EXPECT_TRUE(ParseOptions({"--check-build"}, &o).ok());
+  // horovodrun's spellings of the same flags.
+  ASSERT_TRUE(
+      ParseOptions(
+          {"-np", "2", "-hostfile", "hf", "--min-num-proc", "1", "--max-num-proc", "3", "prog"}, &o)
+          .ok());
+  EXPECT_EQ(o.hostfile, "hf");
+  EXPECT_EQ(o.min_np, 1);
+  EXPECT_EQ(o.max_np, 3);
+  ASSERT_TRUE(ParseOptions({"-cb"}, &o).ok());
+  EXPECT_TRUE(o.check_build);
 }
 
 TEST(HvdrunHosts, ParseHostList) {
@@ -190,6 +200,10 @@ TEST(HvdrunTuningFlags, EachFlagSetsItsVariable) {
       {{"--stall-check-shutdown-time-seconds", "600"},
        {{"HVD_STALL_SHUTDOWN_TIME_SECONDS", "600"}}},
       {{"--mpi-threads-disable"}, {{"HVD_MPI_THREADS_DISABLE", "1"}}},
+      {{"--no-mpi-threads-disable"}, {{"HVD_MPI_THREADS_DISABLE", "0"}}},
+      {{"--tcp"}, {{"NCCL_IB_DISABLE", "1"}}},
+      {{"--log-with-timestamp"}, {{"HVD_LOG_HIDE_TIME", "0"}}},
+      {{"--no-log-hide-timestamp"}, {{"HVD_LOG_HIDE_TIME", "0"}}},
       {{"--gloo-timeout-seconds", "0.5"}, {{"HVD_GLOO_TIMEOUT_SECONDS", "0.5"}}},
   };
   for (const auto& c : cases) {

@@ -84,7 +84,7 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
       np_given = true;
     } else if (arg == "-H" || arg == "--hosts") {
       HVD_RETURN_IF_ERROR(take(&o.hosts));
-    } else if (arg == "--hostfile") {
+    } else if (arg == "--hostfile" || arg == "-hostfile") {
       HVD_RETURN_IF_ERROR(take(&o.hostfile));
     } else if (arg == "--gloo") {
       o.mode = LaunchMode::kGloo;
@@ -119,11 +119,11 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
       o.grace_seconds = s;
     } else if (arg == "--elastic") {
       o.elastic = true;
-    } else if (arg == "--min-np") {
+    } else if (arg == "--min-np" || arg == "--min-num-proc") {
       HVD_RETURN_IF_ERROR(take(&v));
       HVD_RETURN_IF_ERROR(ParseInt("--min-np", v, 1, 1 << 20, &o.min_np));
       o.elastic = true;
-    } else if (arg == "--max-np") {
+    } else if (arg == "--max-np" || arg == "--max-num-proc") {
       HVD_RETURN_IF_ERROR(take(&v));
       HVD_RETURN_IF_ERROR(ParseInt("--max-np", v, 1, 1 << 20, &o.max_np));
       o.elastic = true;
@@ -140,7 +140,7 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
       (arg == "--elastic-timeout" ? o.elastic_timeout_seconds : o.blacklist_cooldown_seconds) = s;
     } else if (arg == "--verbose" || arg == "-v") {
       o.verbose = true;
-    } else if (arg == "--check-build") {
+    } else if (arg == "--check-build" || arg == "-cb") {
       o.check_build = true;
     } else if (arg == "--help" || arg == "-h") {
       o.help = true;
@@ -178,7 +178,8 @@ Options:
                             fill hosts in order; "host" alone means 1 slot.
                             Default: localhost:N.
   --hostfile FILE           One host per line: "host slots=N", "host:N" or "host";
-                            '#' starts a comment. Exclusive with -H.
+                            '#' starts a comment. Exclusive with -H. Also
+                            spelled -hostfile.
   --gloo                    Launch the ranks directly with the Gloo backend
                             (default): hvdrun sets HVD_CONTROLLER=gloo and
                             HVD_CPU_OPERATIONS=gloo unless they are set already.
@@ -209,7 +210,9 @@ Options:
                             DIR/worker.ID/). With --mpi it is passed to mpirun.
 Elastic training (docs/elastic.md): workers may die or join while the job runs.
   --min-np N                Fewest workers the job runs with (default: -np, else 1).
+                            Also spelled --min-num-proc.
   --max-np N                Most workers started (default: -np, else no limit).
+                            Also spelled --max-num-proc.
   --host-discovery-script S Shell command printing the current hosts, one
                             "host:slots" per line; run every second.
   --elastic                 Elastic mode with the fixed hosts of -H/--hostfile
@@ -220,7 +223,7 @@ Elastic training (docs/elastic.md): workers may die or join while the job runs.
                             S seconds. Default 30.
   -v, --verbose             Print the hosts, the rendezvous address and every
                             command hvdrun starts.
-  --check-build             Print the backends this build of hvd has and exit.
+  -cb, --check-build        Print the backends this build of hvd has and exit.
   -h, --help                Print this help and exit.
   --                        End of hvdrun's options; the program follows.
 Tuning (horovodrun's flags): each sets an HVD_* variable for every rank,

@@ -74,6 +74,10 @@ const TuningFlag kFlags[] = {
      "default 0: never)."},
     {"--mpi-threads-disable", "", "HVD_MPI_THREADS_DISABLE", Kind::kSwitch, "1", 0,
      "Ask MPI for MPI_THREAD_SERIALIZED (HVD_MPI_THREADS_DISABLE=1)."},
+    {"--no-mpi-threads-disable", "", "HVD_MPI_THREADS_DISABLE", Kind::kSwitch, "0", 0,
+     "HVD_MPI_THREADS_DISABLE=0."},
+    {"--tcp", "", "NCCL_IB_DISABLE", Kind::kSwitch, "1", 0,
+     "NCCL over TCP only, no InfiniBand (NCCL_IB_DISABLE=1)."},
     {"--gloo-timeout-seconds", "S", "HVD_GLOO_TIMEOUT_SECONDS", Kind::kNumber, "", 0.001,
      "Bound on every Gloo wait (HVD_GLOO_TIMEOUT_SECONDS; default 30)."},
     {"--log-level", "LEVEL", "HVD_LOG_LEVEL", Kind::kLogLevel, "", 0,
@@ -81,6 +85,9 @@ const TuningFlag kFlags[] = {
     {"--log-without-timestamp", "", "HVD_LOG_HIDE_TIME", Kind::kSwitch, "1", 0,
      "hvd's log lines without time stamps (HVD_LOG_HIDE_TIME=1); also --log-hide-timestamp."},
     {"--log-hide-timestamp", "", "HVD_LOG_HIDE_TIME", Kind::kSwitch, "1", 0, nullptr},
+    {"--log-with-timestamp", "", "HVD_LOG_HIDE_TIME", Kind::kSwitch, "0", 0,
+     "HVD_LOG_HIDE_TIME=0; also --no-log-hide-timestamp."},
+    {"--no-log-hide-timestamp", "", "HVD_LOG_HIDE_TIME", Kind::kSwitch, "0", 0, nullptr},
 };
 
 Status Invalid(const std::string& flag, const std::string& expected, const std::string& got) {
