@@ -20,3 +20,22 @@ from .functions import (allgather, allreduce, alltoall, broadcast,  # noqa: F401
                         reducescatter)
 from .optimizer import DistributedOptimizer  # noqa: F401
 from .sync_batch_norm import SyncBatchNorm  # noqa: F401
+
+# Horovod's names for what hvd has under its own or not at all, so ported
+# scripts run unchanged (docs/migrating-from-horovod.md).
+HorovodInternalError = HvdInternalError  # noqa: F405
+
+
+def ddl_built():
+    """False: hvd has no IBM DDL backend."""
+    return False
+
+
+def ccl_built():
+    """False: hvd has no oneCCL backend."""
+    return False
+
+
+def rocm_built():
+    """False: hvd is not built for ROCm."""
+    return False
