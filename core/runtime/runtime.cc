@@ -421,7 +421,7 @@ void Runtime::Execute(ProcessSet& ps, const Response& response) {
     complete(loop_fatal_);
     return;
   }
-  Executor exec = FindExecutor(response.type);
+  Executor exec = FindExecutor(response);
   ExecContext ctx;
   ctx.comm = ps.data_comm.get();
   ctx.fusion = &ps.fusion;

@@ -28,6 +28,10 @@ from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, a
                   poll, reducescatter, reducescatter_async, synchronize)
 from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 
+# Adaptive summation (docs/python.md): allreduce of floating-point CPU
+# tensors over a power-of-two number of ranks.
+Adasum = _c.HVD_OP_ADASUM
+
 __version__ = _c.hvd_version()
 
 

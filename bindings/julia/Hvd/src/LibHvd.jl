@@ -58,6 +58,7 @@ const HVD_OP_AVERAGE = hvd_reduce_op(1)
 const HVD_OP_MIN = hvd_reduce_op(2)
 const HVD_OP_MAX = hvd_reduce_op(3)
 const HVD_OP_PRODUCT = hvd_reduce_op(4)
+const HVD_OP_ADASUM = hvd_reduce_op(5)
 
 # ------------------------------------------------------------- typedefs
 const hvd_handle = Int64

@@ -5,6 +5,7 @@ import inspect
 import torch
 from torch.autograd.function import Function
 
+from .. import hvd_c as _c
 from .. import ops
 from .._errors import HvdInvalidArgument
 from ..basics import rank, size
@@ -137,7 +138,10 @@ def _grad_name(args):
 
 
 _OP_NAMES = {ops.Sum: "Sum", ops.Average: "Average", ops.Min: "Min", ops.Max: "Max",
-             ops.Product: "Product"}
+             ops.Product: "Product", _c.HVD_OP_ADASUM: "Adasum"}
+
+
+_DIFFERENTIABLE_ALLREDUCE_OPS = (ops.Sum, ops.Average, ops.Min, ops.Max, ops.Product)
 
 
 def _check_differentiable_op(fn_name, args, allowed):
@@ -157,7 +161,7 @@ class _Allreduce(Function):
     @staticmethod
     def forward(ctx, tensor, args):
         ctx.args = args
-        ctx.op = _check_differentiable_op("allreduce", args, tuple(_OP_NAMES))
+        ctx.op = _check_differentiable_op("allreduce", args, _DIFFERENTIABLE_ALLREDUCE_OPS)
         out = ops.allreduce(tensor, **args)
         if ctx.op in (ops.Min, ops.Max):
             ctx.save_for_backward(tensor, out)
