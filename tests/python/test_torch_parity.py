@@ -1,7 +1,9 @@
 """hvd.torch features a Horovod script relies on: differentiable
 collectives (checked by finite differences over the whole job),
 SyncBatchNorm (against BatchNorm on the concatenated batch), the
-hvd.elastic.TorchState path and is_homogeneous. Runs at any np >= 2."""
+hvd.elastic.TorchState path, is_homogeneous and Adasum (values, refusals
+and a training run; at a non-power-of-two np only the refusals). Runs at
+any np >= 2."""
 import numpy as np
 import pytest
 import torch
@@ -312,3 +314,62 @@ def test_is_homogeneous(world):
     # Every rank of these tests runs on one host: one node, so homogeneous.
     assert flags.tolist() == [1] * hvd.size()
     assert sizes.tolist() == [hvd.size()] * hvd.size()
+
+
+# ---------------------------------------------------------------- Adasum
+
+def _power_of_two(n):
+    return n & (n - 1) == 0
+
+
+def test_adasum_values_and_refusals(world):
+    r, n = hvd.rank(), hvd.size()
+    if not _power_of_two(n):
+        with pytest.raises(hvd.HvdUnsupportedError, match="power-of-two number of ranks"):
+            hvd.allreduce(np.ones(3, dtype=np.float32), op=hvd.Adasum)
+        return
+    orthogonal = np.zeros(2 * n, dtype=np.float32)
+    orthogonal[2 * r] = r + 1
+    added = hvd.allreduce(orthogonal, op=hvd.Adasum)
+    same = torch.tensor([0.5, -1.25, 3.0], dtype=torch.float64)
+    averaged = hvd.allreduce(same, op=hvd.Adasum)
+    expected = np.zeros(2 * n, dtype=np.float32)
+    expected[0::2] = np.arange(1, n + 1)
+    assert np.array_equal(added, expected)
+    assert torch.equal(averaged, same)
+    with pytest.raises(hvd.HvdInvalidArgument, match="needs a floating-point input, got int32"):
+        hvd.allreduce(np.ones(3, dtype=np.int32), op=hvd.Adasum)
+    with pytest.raises(hvd.HvdInvalidArgument, match="no gradient for op Adasum"):
+        hvd.allreduce(torch.ones(3, requires_grad=True), op=hvd.Adasum)
+
+
+def test_adasum_distributed_optimizer_converges(world):
+    """Linear regression, each rank on its own shard, gradients combined by
+    Adasum through DistributedOptimizer(op=hvd.Adasum)."""
+    r, n = hvd.rank(), hvd.size()
+    if not _power_of_two(n):
+        pytest.skip("Adasum needs a power-of-two number of ranks")
+    g = torch.Generator().manual_seed(5)
+    true_w = torch.tensor([[1.5], [-2.0], [0.5]], dtype=torch.float64)
+    x = torch.randn(64 * n, 3, generator=g, dtype=torch.float64)
+    y = x @ true_w + 0.3 + 0.01 * torch.randn(64 * n, 1, generator=g, dtype=torch.float64)
+    xs, ys = x[r::n], y[r::n]
+    torch.manual_seed(r)  # different start everywhere until the broadcast
+    model = torch.nn.Linear(3, 1).double()
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters(), op=hvd.Adasum)
+    losses = []
+    for _ in range(150):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xs), ys)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    rows = hvd.allgather(flat.unsqueeze(0))
+    assert all(torch.equal(rows[0], rows[k]) for k in range(n))
+    assert losses[-1] < 1e-3 < losses[0]
+    torch.testing.assert_close(model.weight.detach(), true_w.t(), atol=0.02, rtol=0)
+    torch.testing.assert_close(model.bias.detach(), torch.tensor([0.3], dtype=torch.float64),
+                               atol=0.02, rtol=0)
