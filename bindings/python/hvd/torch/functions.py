@@ -284,22 +284,30 @@ class _Reducescatter(Function):
         return grad * scale if scale != 1.0 else grad, None
 
 
-def allreduce(tensor, *args, compression=Compression.none, **kwargs):
-    """hvd.allreduce (same arguments), differentiable: when `tensor` requires grad the result
-    does too. Backward of Sum/Average is the same allreduce of the gradients;
-    of Min/Max, the summed gradient goes to the ranks holding the extremum;
-    of Product, the summed gradient times the other ranks' product.
-    `compression` (Compression.fp16) casts around the collective."""
+def _one_tensor(op_fn, function, tensor, args, kwargs, compression=Compression.none):
+    """op_fn(tensor, *args, **kwargs), through `function` when a gradient
+    is wanted, with `compression` around it."""
     tensor, cctx = compression.compress(tensor)
     if _wants_grad([tensor]):
-        out = _Allreduce.apply(tensor, _bind(ops.allreduce, tensor, args, kwargs))
+        out = function.apply(tensor, _bind(op_fn, tensor, args, kwargs))
     else:
-        out = ops.allreduce(tensor, *args, **kwargs)
+        out = op_fn(tensor, *args, **kwargs)
     return compression.decompress(out, cctx)
 
 
+def allreduce(tensor, *args, compression=Compression.none, **kwargs):
+    """hvd.allreduce (same arguments), differentiable: when `tensor`
+    requires grad the result does too. Backward of Sum/Average is the same
+    allreduce of the gradients; of Min/Max, the summed gradient goes to the
+    ranks holding the extremum; of Product, the summed gradient times the
+    other ranks' product. `compression` (Compression.fp16) casts around the
+    collective."""
+    return _one_tensor(ops.allreduce, _Allreduce, tensor, args, kwargs, compression)
+
+
 def grouped_allreduce(tensors, *args, compression=Compression.none, **kwargs):
-    """hvd.grouped_allreduce (same arguments), differentiable (Sum and Average)."""
+    """hvd.grouped_allreduce (same arguments), differentiable (Sum and
+    Average)."""
     pairs = [compression.compress(t) for t in tensors]
     sent = [t for t, _ in pairs]
     if _wants_grad(sent):
@@ -310,16 +318,14 @@ def grouped_allreduce(tensors, *args, compression=Compression.none, **kwargs):
 
 
 def allgather(tensor, *args, **kwargs):
-    """hvd.allgather (same arguments), differentiable: backward gives each rank its rows of
-    the gradients summed over the ranks."""
-    if _wants_grad([tensor]):
-        return _Allgather.apply(tensor, _bind(ops.allgather, tensor, args, kwargs))
-    return ops.allgather(tensor, *args, **kwargs)
+    """hvd.allgather (same arguments), differentiable: backward gives each
+    rank its rows of the gradients summed over the ranks."""
+    return _one_tensor(ops.allgather, _Allgather, tensor, args, kwargs)
 
 
 def broadcast(tensor, *args, **kwargs):
-    """hvd.broadcast (same arguments), differentiable: backward sums the gradients on the
-    root rank; the other ranks' inputs get zeros."""
+    """hvd.broadcast (same arguments), differentiable: backward sums the
+    gradients on the root rank; the other ranks' inputs get zeros."""
     if _wants_grad([tensor]):
         bound = _bind(ops.broadcast, tensor, args, kwargs)
         root_rank = bound.pop("root_rank")
@@ -328,8 +334,8 @@ def broadcast(tensor, *args, **kwargs):
 
 
 def alltoall(tensor, *args, **kwargs):
-    """hvd.alltoall (same arguments), differentiable: backward sends the gradient rows back
-    with the received splits."""
+    """hvd.alltoall (same arguments), differentiable: backward sends the
+    gradient rows back with the received splits."""
     if not _wants_grad([tensor]):
         return ops.alltoall(tensor, *args, **kwargs)
     bound = _bind(ops.alltoall, tensor, args, kwargs)
@@ -345,11 +351,6 @@ def alltoall(tensor, *args, **kwargs):
 
 
 def reducescatter(tensor, *args, compression=Compression.none, **kwargs):
-    """hvd.reducescatter (same arguments), differentiable: backward allgathers the gradient
-    blocks, scaled like the forward."""
-    tensor, cctx = compression.compress(tensor)
-    if _wants_grad([tensor]):
-        out = _Reducescatter.apply(tensor, _bind(ops.reducescatter, tensor, args, kwargs))
-    else:
-        out = ops.reducescatter(tensor, *args, **kwargs)
-    return compression.decompress(out, cctx)
+    """hvd.reducescatter (same arguments), differentiable: backward
+    allgathers the gradient blocks, scaled like the forward."""
+    return _one_tensor(ops.reducescatter, _Reducescatter, tensor, args, kwargs, compression)
