@@ -174,9 +174,40 @@ void* OutputPointer(const DLTensor* t) {
 }
 
 Status CheckReduceOp(const char* fn, hvd_reduce_op op) {
-  if (op < HVD_OP_SUM || op > HVD_OP_PRODUCT) {
+  if (op < HVD_OP_SUM || op > HVD_OP_ADASUM) {
     return Status::Invalid(std::string(fn) + ": unknown reduce op " +
                            std::to_string(static_cast<int>(op)));
+  }
+  return Status::OK();
+}
+
+// Adasum's limits: the recursive halving pairs rank r with r ^ 2^k, so the
+// set size must be a power of two (Horovod has the same limit).
+Status CheckAdasumSet(const char* fn, int32_t set) {
+  int set_rank = 0, set_size = 0;
+  Status s = RT().SetInfo(set, &set_rank, &set_size);
+  if (!s.ok()) return Status(s.code(), std::string(fn) + ": " + s.message());
+  if (set_size & (set_size - 1)) {
+    return Status(Code::kUnsupported, std::string(fn) +
+                                          ": HVD_OP_ADASUM needs a power-of-two number of ranks; "
+                                          "process set " +
+                                          std::to_string(set) + " has " + std::to_string(set_size));
+  }
+  return Status::OK();
+}
+
+Status CheckAdasumTensor(const char* fn, const char* what, const hvd::TensorEntry& e) {
+  const hvd::DataType dt = e.request.dtype;
+  if (dt != hvd::DataType::kFloat16 && dt != hvd::DataType::kBFloat16 &&
+      dt != hvd::DataType::kFloat32 && dt != hvd::DataType::kFloat64) {
+    return Status::Invalid(std::string(fn) + ": HVD_OP_ADASUM needs a floating-point " + what +
+                           ", got " + hvd::DataTypeName(dt));
+  }
+  if (e.request.device.kind != hvd::DeviceKind::kCPU) {
+    return Status(Code::kUnsupported, std::string(fn) +
+                                          ": HVD_OP_ADASUM runs on CPU tensors "
+                                          "only (MPI or Gloo); " +
+                                          what + " is on a CUDA device");
   }
   return Status::OK();
 }
@@ -372,6 +403,9 @@ int hvd_cross_rank(void) {
 int hvd_cross_size(void) {
   return Query("hvd_cross_size", [](const hvd::Topology& t) { return t.cross_size; });
 }
+int hvd_is_homogeneous(void) {
+  return Query("hvd_is_homogeneous", [](const hvd::Topology& t) { return t.homogeneous ? 1 : 0; });
+}
 
 int hvd_mpi_threads_supported(void) {
 #ifdef HVD_HAVE_MPI
@@ -427,6 +461,8 @@ hvd_status hvd_allreduce_async(const char* name, const DLTensor* input, DLTensor
   if (s.ok()) s = CheckReduceOp(fn, op);
   if (s.ok()) s = ReadTensor(fn, "input", input, &e);
   if (s.ok()) s = ReadOutput(fn, "output", "input", output, &e);
+  if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumTensor(fn, "input", e);
+  if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumSet(fn, o.process_set);
   if (!s.ok()) return Report(s);
   e.request.type = hvd::OpType::kAllreduce;
   e.request.reduce_op = static_cast<hvd::ReduceOp>(op);
@@ -451,7 +487,11 @@ hvd_status hvd_grouped_allreduce_async(const char* const* names, const DLTensor*
     const std::string owhat = "outputs[" + std::to_string(i) + "]";
     s = ReadTensor(fn, what.c_str(), inputs[i], &v[i]);
     if (s.ok()) s = ReadOutput(fn, owhat.c_str(), what.c_str(), outputs[i], &v[i]);
+    if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumTensor(fn, what.c_str(), v[i]);
     if (!s.ok()) break;
+  }
+  if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumSet(fn, o.process_set);
+  for (int i = 0; s.ok() && i < count; ++i) {
     v[i].request.type = hvd::OpType::kAllreduce;
     v[i].request.reduce_op = static_cast<hvd::ReduceOp>(op);
     v[i].request.name =

@@ -10,6 +10,18 @@ Status Comm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt
   return Allreduce(out, count, dt, op);
 }
 
+Status Comm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                      int peer) {
+  if (peer < 0 || peer >= size() || peer == rank()) {
+    return Status::Invalid("sendrecv: peer " + std::to_string(peer) + " is not another rank of " +
+                           std::to_string(size()));
+  }
+  std::vector<int64_t> sends(static_cast<size_t>(size()), 0), recvs(sends.size(), 0);
+  sends[static_cast<size_t>(peer)] = send_bytes;
+  recvs[static_cast<size_t>(peer)] = recv_bytes;
+  return Alltoallv(send, sends, recv, recvs);
+}
+
 Status Comm::OpenControlChannel(double, std::unique_ptr<ControlChannel>*) {
   return Status::Unsupported(std::string(backend_name()) +
                              " cannot carry negotiation messages (use a host backend)");

@@ -60,6 +60,14 @@ class Comm {
   virtual Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
                                DataType dt, ReduceOp op) = 0;
   virtual Status Barrier() = 0;
+  // Sends send_bytes to `peer` and receives recv_bytes from it (a rank of
+  // this Comm other than this one), as one exchange: both sides call it
+  // with matching sizes. Zero sizes are allowed. For algorithms built on
+  // pairwise exchanges (Adasum); the default runs it as an Alltoallv in
+  // which every rank of the Comm must take part at the same time, which
+  // holds when every rank exchanges with a partner in the same step.
+  virtual Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                          int peer);
 
   // A new Comm over `ranks` (ranks of this Comm, ascending). Collective over
   // the members only; `tag` is unique per call and equal on all members.

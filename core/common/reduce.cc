@@ -48,6 +48,8 @@ void ReduceTyped(T* dst, const T* src, int64_t n, ReduceOp op) {
     case ReduceOp::kProduct:
       for (int64_t i = 0; i < n; ++i) dst[i] = Mul(dst[i], src[i]);
       break;
+    case ReduceOp::kAdasum:  // not element-wise: core/ops/adasum.cc, never here
+      break;
   }
 }
 
@@ -68,6 +70,9 @@ void Reduce16(uint16_t* dst, const uint16_t* src, int64_t n, ReduceOp op) {
         break;
       case ReduceOp::kProduct:
         r = a * b;
+        break;
+      case ReduceOp::kAdasum:  // not element-wise: core/ops/adasum.cc, never here
+        r = a;
         break;
     }
     dst[i] = FromF(r);

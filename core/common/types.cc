@@ -28,7 +28,7 @@ const char* DataTypeName(DataType dt) {
 }
 
 const char* ReduceOpName(ReduceOp op) {
-  static const char* const kNames[] = {"sum", "average", "min", "max", "product"};
+  static const char* const kNames[] = {"sum", "average", "min", "max", "product", "adasum"};
   auto i = static_cast<size_t>(op);
   return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "unknown";
 }

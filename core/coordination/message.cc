@@ -36,7 +36,7 @@ void EncodeRequest(const Request& q, WireWriter* w) {
 
 bool DecodeRequest(WireReader* r, Request* q) {
   return r->I32(&q->rank) && r->I32(&q->process_set) && ReadEnum(r, &q->type, kNumOpTypes) &&
-         ReadEnum(r, &q->dtype, kNumDataTypes) && ReadEnum(r, &q->reduce_op, 5) &&
+         ReadEnum(r, &q->dtype, kNumDataTypes) && ReadEnum(r, &q->reduce_op, kNumReduceOps) &&
          ReadEnum(r, &q->device.kind, 2) && r->I32(&q->device.id) && r->I32(&q->root) &&
          r->F64(&q->prescale) && r->F64(&q->postscale) && r->I64Vec(&q->shape) &&
          r->Str(&q->name) && r->I32Vec(&q->splits) && r->Str(&q->group) && r->I32(&q->group_size) &&
@@ -86,7 +86,7 @@ bool DecodeResponse(WireReader* r, Response* s) {
   if (!r->I32(&code) || code > 1 || code < -10) return false;
   s->error_code = static_cast<Code>(code);
   return r->Str(&s->error) && ReadEnum(r, &s->dtype, kNumDataTypes) &&
-         ReadEnum(r, &s->reduce_op, 5) && ReadEnum(r, &s->device.kind, 2) &&
+         ReadEnum(r, &s->reduce_op, kNumReduceOps) && ReadEnum(r, &s->device.kind, 2) &&
          r->I32(&s->device.id) && r->I32(&s->root) && r->F64(&s->prescale) &&
          r->F64(&s->postscale) && r->I64Vec(&s->sizes) && r->I64Vec(&s->shape) &&
          r->I32Vec(&s->joined_ranks) && r->I32Vec(&s->set_ranks) && r->I32(&s->last_joined);

@@ -88,7 +88,9 @@ struct ExecContext {
 using Executor = Status (*)(ExecContext& ctx, const Response& response,
                             std::vector<TensorEntry*>& entries);
 
-Executor FindExecutor(OpType type);
+// The executor of a response: by operation type, and for allreduce by op
+// (Adasum has its own algorithm).
+Executor FindExecutor(const Response& response);
 
 // Executors, one per file.
 Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries);
@@ -97,6 +99,7 @@ Status ExecuteBroadcast(ExecContext& ctx, const Response& r, std::vector<TensorE
 Status ExecuteAlltoall(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries);
 Status ExecuteReducescatter(ExecContext& ctx, const Response& r,
                             std::vector<TensorEntry*>& entries);
+Status ExecuteAdasum(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries);
 Status ExecuteNothing(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries);
 
 }  // namespace hvd

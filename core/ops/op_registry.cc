@@ -50,10 +50,10 @@ Status ExecuteNothing(ExecContext&, const Response&, std::vector<TensorEntry*>&)
   return Status::OK();
 }
 
-Executor FindExecutor(OpType type) {
-  switch (type) {
+Executor FindExecutor(const Response& response) {
+  switch (response.type) {
     case OpType::kAllreduce:
-      return ExecuteAllreduce;
+      return response.reduce_op == ReduceOp::kAdasum ? ExecuteAdasum : ExecuteAllreduce;
     case OpType::kAllgather:
       return ExecuteAllgather;
     case OpType::kBroadcast:

@@ -91,6 +91,7 @@ Status Runtime::ComputeTopology(Comm* comm) {
   }
   const auto& mine = by_host[hosts_[t.rank]];
   t.local_size = static_cast<int>(mine.size());
+  for (const auto& h : by_host) t.homogeneous = t.homogeneous && h.second.size() == mine.size();
   t.local_rank = static_cast<int>(std::find(mine.begin(), mine.end(), t.rank) - mine.begin());
   // Cross communicator: the ranks with my local rank, one per host.
   t.cross_size = 0;

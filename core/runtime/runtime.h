@@ -27,6 +27,7 @@ struct InitArgs {
 
 struct Topology {
   int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
+  bool homogeneous = true;  // every host runs the same number of ranks
 };
 
 class Runtime {

@@ -381,7 +381,7 @@ Status SetLoop::RunCollective(const Response& response, std::vector<TensorEntry*
   }
   SetActivity(&response, entries);
   Status s;
-  const Executor exec = FindExecutor(response.type);
+  const Executor exec = FindExecutor(response);
   if (!exec) {
     s = Status::Unsupported(std::string("no executor for ") + OpTypeName(response.type));
 #ifdef HVD_HAVE_CUDA

@@ -18,9 +18,9 @@ from ._errors import (HvdAlreadyInitializedError, HvdBackendError, HvdError, Hvd
                       HvdPeerLostError, HvdShutdownError, HvdTimeoutError, HvdUnsupportedError)
 from ._handle import Handle
 from .basics import (cross_rank, cross_size, cuda_built, gloo_built, gloo_enabled, init,
-                     is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
-                     mpi_threads_supported, nccl_built, rank, shutdown, size, start_timeline,
-                     stop_timeline)
+                     is_homogeneous, is_initialized, local_rank, local_size, mpi_built,
+                     mpi_enabled, mpi_threads_supported, nccl_built, rank, shutdown, size,
+                     start_timeline, stop_timeline)
 from .objects import allgather_object, broadcast_object
 from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
                   allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async,
@@ -29,6 +29,10 @@ from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, a
                   poll, reducescatter, reducescatter_async, synchronize)
 from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from .ops import grouped_allreduce_, grouped_allreduce_async_  # in-place forms (Horovod's)
+
+# Adaptive summation (docs/python.md): allreduce of floating-point CPU
+# tensors over a power-of-two number of ranks.
+Adasum = _c.HVD_OP_ADASUM
 
 __version__ = _c.hvd_version()
 

@@ -110,6 +110,9 @@ HVD_API int hvd_local_rank(void);
 HVD_API int hvd_local_size(void);
 HVD_API int hvd_cross_rank(void);
 HVD_API int hvd_cross_size(void);
+/* 1 when every host runs the same number of ranks, else 0 (-1 when not
+ * initialised). Hosts are told apart as for hvd_local_size. */
+HVD_API int hvd_is_homogeneous(void);
 
 /* Build and run-time facts: 1 yes, 0 no. */
 HVD_API int hvd_mpi_threads_supported(void);
@@ -129,7 +132,12 @@ typedef enum hvd_reduce_op {
   HVD_OP_AVERAGE = 1,
   HVD_OP_MIN = 2,
   HVD_OP_MAX = 3,
-  HVD_OP_PRODUCT = 4
+  HVD_OP_PRODUCT = 4,
+  /* Adaptive summation (Maleki et al. 2020, Horovod's Adasum): allreduce of
+   * float16/bfloat16/float32/float64 CPU tensors over a power-of-two number
+   * of ranks; each tensor is combined pairwise, a + b scaled by how much the
+   * two point the same way (orthogonal: a + b; equal: a). */
+  HVD_OP_ADASUM = 5
 } hvd_reduce_op;
 
 /* Called once from hvd's background thread when an operation finishes

@@ -33,6 +33,7 @@ namespace {
 // Slot prefix for hvd's own point-to-point messages. Gloo's collectives use
 // prefixes 0x01..0x08, so 0x7d never collides with them.
 constexpr uint8_t kHvdReduceScatterSlotPrefix = 0x7d;
+constexpr uint8_t kHvdSendRecvSlotPrefix = 0x7c;
 
 // Gloo wants a mutable pointer even for buffers it only reads, and a real
 // pointer even for zero bytes.
@@ -311,6 +312,25 @@ Status GlooComm::Reducescatter(const void* in, void* out, const std::vector<int6
   }));
   if (mine > 0) std::memcpy(out, scratch.data() + offsets[rank_], mine);
   return Status::OK();
+}
+
+Status GlooComm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                          int peer) {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return Status::Invalid("Gloo sendrecv: peer " + std::to_string(peer) +
+                           " is not another rank of " + std::to_string(size_));
+  }
+  const uint64_t slot = gloo::Slot::build(kHvdSendRecvSlotPrefix, 0);
+  const auto timeout = shared_->timeout;
+  return Run("sendrecv", [&] {
+    // Zero sizes are skipped on both ends: each side knows the other's.
+    auto send_buf = context_->createUnboundBuffer(Mutable(send), static_cast<size_t>(send_bytes));
+    auto recv_buf = context_->createUnboundBuffer(Mutable(recv), static_cast<size_t>(recv_bytes));
+    if (recv_bytes > 0) recv_buf->recv(peer, slot);
+    if (send_bytes > 0) send_buf->send(peer, slot);
+    if (recv_bytes > 0) WaitRecv(recv_buf.get(), timeout);
+    if (send_bytes > 0) WaitSend(send_buf.get(), timeout);
+  });
 }
 
 Status GlooComm::Barrier() {

@@ -33,6 +33,8 @@ class MpiComm : public Comm {
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
                        ReduceOp op) override;
   Status Barrier() override;
+  Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                  int peer) override;
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
   Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override;

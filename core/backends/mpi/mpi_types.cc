@@ -52,6 +52,8 @@ MPI_Datatype ToMpiType(DataType dt) {
 }
 
 MPI_Op ToMpiOp(DataType dt, ReduceOp op) {
+  // Adasum is not element-wise (core/ops/adasum.cc); never reduced by MPI.
+  if (op == ReduceOp::kAdasum) return MPI_OP_NULL;
   if (dt == DataType::kFloat16 || dt == DataType::kBFloat16) {
     // Created once per process: MPI cannot be re-initialised, so these
     // live until MPI_Finalize frees them.
@@ -69,6 +71,8 @@ MPI_Op ToMpiOp(DataType dt, ReduceOp op) {
       return MPI_MAX;
     case ReduceOp::kProduct:
       return MPI_PROD;
+    case ReduceOp::kAdasum:
+      break;
   }
   return MPI_SUM;
 }

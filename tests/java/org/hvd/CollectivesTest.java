@@ -48,6 +48,7 @@ class CollectivesTest {
     assertTrue(rank >= 0 && rank < size);
     assertEquals(rank, Hvd.localRank(), "one host: local rank = rank");
     assertEquals(size, Hvd.localSize());
+    assertTrue(Hvd.isHomogeneous(), "one host: homogeneous");
     assertTrue(Hvd.isInitialized());
     assertEquals("1.0.0", Hvd.version());
   }
