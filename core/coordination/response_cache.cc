@@ -44,8 +44,4 @@ void ResponseCache::Erase(int position) {
   free_.insert(position);
 }
 
-void ResponseCache::Clear() {
-  for (int i = 0; i < capacity_; ++i) Erase(i);
-}
-
 }  // namespace hvd

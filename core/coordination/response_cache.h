@@ -34,7 +34,6 @@ class ResponseCache {
   bool used(int position) const { return slots_[position].used; }
   void Touch(int position);
   void Erase(int position);
-  void Clear();
 
  private:
   struct Slot {

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "core/backends/comm.h"
+#include "core/common/config.h"
 #include "core/coordination/controller.h"
 #include "core/coordination/fusion.h"
 
 namespace hvd {
 
-class GpuSet;  // core/backends/cuda/gpu_exec.cc
+class GpuSet;  // core/gpu/gpu_exec.h
 
 struct ProcessSet {
   int32_t id = 0;
@@ -25,6 +26,9 @@ struct ProcessSet {
   // communicator), made on the set's first CUDA response; null in CPU-only
   // use. Last member: it refers to the comms above and must go first.
   std::shared_ptr<GpuSet> gpu;
+
+  // The set's GPU state, made on first use (CUDA builds only).
+  GpuSet& Gpu(const Config& config);
 
   bool member() const { return controller_comm != nullptr; }
   int rank() const { return member() ? controller_comm->rank() : -1; }

@@ -25,18 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What identifies this rank's host when computing local ranks: the launcher's
-// name for it where there is one (hosts emulated by network namespaces share
-// one kernel hostname), else the kernel's.
-std::string HostKey() {
-  for (const char* var : {"HVD_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME"}) {
-    if (const char* h = std::getenv(var)) return h;
-  }
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
-
 // CLOCK_MONOTONIC at tick resolution: the same time base as steady_clock.
 Clock::time_point CoarseNow() {
 #ifdef CLOCK_MONOTONIC_COARSE
@@ -59,6 +47,68 @@ std::string JoinRanks(const std::vector<int32_t>& ranks) {
   return s;
 }
 
+// The controller's and the CPU operations' backends: init options first,
+// then HVD_CONTROLLER / HVD_CPU_OPERATIONS; AUTO picks the backend whose
+// launcher started the job, else the first built.
+Status ChooseBackends(const InitArgs& args, const Config& config, const BackendEntry** ctrl,
+                      const BackendEntry** data) {
+  BackendChoice ctrl_choice =
+      args.controller != BackendChoice::kAuto ? args.controller : config.controller;
+  if (args.use_mpi_comm) {
+    if (ctrl_choice == BackendChoice::kGloo) {
+      return Status::Invalid(
+          "running on an MPI communicator needs the MPI controller, but Gloo was requested");
+    }
+    ctrl_choice = BackendChoice::kMpi;
+  }
+  *ctrl = nullptr;
+  if (ctrl_choice == BackendChoice::kAuto) {
+    for (const auto& e : Backends()) {
+      if (e.launched_by_env(config.launch)) {
+        *ctrl = &e;
+        break;
+      }
+    }
+    if (!*ctrl && !Backends().empty()) *ctrl = &Backends().front();
+  } else {
+    *ctrl = FindBackend(ctrl_choice);
+  }
+  if (!*ctrl) {
+    return Status::Unsupported(
+        std::string("the requested controller backend is not built into this libhvd ") +
+        "(see hvdrun --check-build)");
+  }
+  BackendChoice data_choice =
+      args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations : config.cpu_operations;
+  *data = data_choice == BackendChoice::kAuto ? *ctrl : FindBackend(data_choice);
+  if (!*data) {
+    return Status::Unsupported(
+        "the requested CPU operations backend is not built into this libhvd");
+  }
+  return Status::OK();
+}
+
+// The world's communicators; one shared Comm when both backends are the same.
+Status CreateComms(const InitArgs& args, const Config& config, const BackendEntry& ctrl_entry,
+                   const BackendEntry& data_entry, std::shared_ptr<Comm>* ctrl,
+                   std::shared_ptr<Comm>* data) {
+  CommInitArgs cargs;
+  cargs.config = &config;
+  cargs.use_mpi_comm = args.use_mpi_comm;
+  cargs.mpi_comm = args.mpi_comm;
+  std::unique_ptr<Comm> ctrl_comm, data_comm;
+  HVD_RETURN_IF_ERROR(ctrl_entry.create_world(cargs, &ctrl_comm));
+  *ctrl = std::shared_ptr<Comm>(std::move(ctrl_comm));
+  *data = *ctrl;
+  if (&data_entry == &ctrl_entry) return Status::OK();
+  HVD_RETURN_IF_ERROR(data_entry.create_world(cargs, &data_comm));
+  *data = std::shared_ptr<Comm>(std::move(data_comm));
+  if ((*data)->size() != (*ctrl)->size() || (*data)->rank() != (*ctrl)->rank()) {
+    return Status::Invalid("the controller and CPU-operations backends disagree on rank/size");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Runtime& Runtime::Get() {
@@ -79,7 +129,7 @@ std::string Runtime::AutoName(OpType type, int32_t set) {
 
 Status Runtime::ComputeTopology(Comm* comm) {
   std::vector<std::string> hosts;
-  HVD_RETURN_IF_ERROR(comm->AllgatherBytes(HostKey(), &hosts));
+  HVD_RETURN_IF_ERROR(comm->AllgatherBytes(config_.launch.host, &hosts));
   Topology t;
   t.rank = comm->rank();
   t.size = comm->size();
@@ -107,8 +157,7 @@ Status Runtime::ComputeTopology(Comm* comm) {
 Status Runtime::Init(const InitArgs& args) {
   std::lock_guard<std::mutex> lock(init_mu_);
   if (running_) {
-    return Status(Code::kAlreadyInitialized,
-                  "hvd is already initialized; call hvd_shutdown before initializing again");
+    return Status(Code::kAlreadyInitialized, "hvd is already initialized");
   }
   if (thread_.joinable()) thread_.join();  // a loop that ended on its own
   Config cfg;
@@ -116,55 +165,11 @@ Status Runtime::Init(const InitArgs& args) {
   config_ = cfg;
   SetLogConfig(config_.log_level, config_.log_hide_time);
 
-  BackendChoice ctrl_choice =
-      args.controller != BackendChoice::kAuto ? args.controller : config_.controller;
-  if (args.use_mpi_comm) {
-    if (ctrl_choice == BackendChoice::kGloo) {
-      return Status::Invalid("hvd_init_mpi_comm needs the MPI controller, but Gloo was requested");
-    }
-    ctrl_choice = BackendChoice::kMpi;
-  }
   const BackendEntry* ctrl_entry = nullptr;
-  if (ctrl_choice == BackendChoice::kAuto) {
-    for (const auto& e : Backends()) {
-      if (e.launched_by_env()) {
-        ctrl_entry = &e;
-        break;
-      }
-    }
-    if (!ctrl_entry && !Backends().empty()) ctrl_entry = &Backends().front();
-  } else {
-    ctrl_entry = FindBackend(ctrl_choice);
-  }
-  if (!ctrl_entry) {
-    return Status::Unsupported(
-        std::string("the requested controller backend is not built into this libhvd ") +
-        "(see hvdrun --check-build)");
-  }
-  BackendChoice data_choice =
-      args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations : config_.cpu_operations;
-  const BackendEntry* data_entry =
-      data_choice == BackendChoice::kAuto ? ctrl_entry : FindBackend(data_choice);
-  if (!data_entry) {
-    return Status::Unsupported(
-        "the requested CPU operations backend is not built into this libhvd");
-  }
-
-  CommInitArgs cargs;
-  cargs.config = &config_;
-  cargs.use_mpi_comm = args.use_mpi_comm;
-  cargs.mpi_comm = args.mpi_comm;
-  std::unique_ptr<Comm> ctrl_comm, data_comm;
-  HVD_RETURN_IF_ERROR(ctrl_entry->create_world(cargs, &ctrl_comm));
-  std::shared_ptr<Comm> ctrl(std::move(ctrl_comm));
-  std::shared_ptr<Comm> data = ctrl;
-  if (data_entry != ctrl_entry) {
-    HVD_RETURN_IF_ERROR(data_entry->create_world(cargs, &data_comm));
-    data = std::shared_ptr<Comm>(std::move(data_comm));
-    if (data->size() != ctrl->size() || data->rank() != ctrl->rank()) {
-      return Status::Invalid("the controller and CPU-operations backends disagree on rank/size");
-    }
-  }
+  const BackendEntry* data_entry = nullptr;
+  HVD_RETURN_IF_ERROR(ChooseBackends(args, config_, &ctrl_entry, &data_entry));
+  std::shared_ptr<Comm> ctrl, data;
+  HVD_RETURN_IF_ERROR(CreateComms(args, config_, *ctrl_entry, *data_entry, &ctrl, &data));
   HVD_RETURN_IF_ERROR(ComputeTopology(ctrl.get()));
   SetLogRank(topo_.rank);
   controller_name_ = ctrl_entry->name;
@@ -441,7 +446,7 @@ void Runtime::Execute(ProcessSet& ps, const Response& response) {
 #ifdef HVD_HAVE_CUDA
   } else if (response.device.kind == DeviceKind::kCUDA) {
     // Picks hvd's stream, the GPU communicator and device memory ops.
-    s = ExecuteOnGpu(ps, config_, response, entries, ctx, exec);
+    s = ExecuteOnGpu(ps.Gpu(config_), response, entries, ctx, exec);
 #endif
   } else {
     s = exec(ctx, response, entries);

@@ -147,17 +147,4 @@ size_t TensorQueue::PendingCount(int32_t set) {
   return it == entries_.end() ? 0 : it->second.size();
 }
 
-std::vector<std::string> TensorQueue::OlderThan(int32_t set,
-                                                std::chrono::steady_clock::duration age) {
-  std::vector<std::string> names;
-  auto cutoff = std::chrono::steady_clock::now() - age;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(set);
-  if (it == entries_.end()) return names;
-  for (const auto& kv : it->second) {
-    if (kv.second.enqueued < cutoff) names.push_back(kv.first);
-  }
-  return names;
-}
-
 }  // namespace hvd

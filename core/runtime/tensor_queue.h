@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/runtime/tensor_entry.h"
+#include "core/tensor/tensor_entry.h"
 
 namespace hvd {
 
@@ -48,8 +48,6 @@ class TensorQueue {
   void FailSet(int32_t set, const Status& s);
   void Reopen();
   size_t PendingCount(int32_t set);
-  // Names of entries that have been pending longer than `age`, per set.
-  std::vector<std::string> OlderThan(int32_t set, std::chrono::steady_clock::duration age);
 
  private:
   std::mutex mu_;

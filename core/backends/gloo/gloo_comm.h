@@ -27,11 +27,13 @@ class Device;
 namespace hvd {
 
 // What all Comms of one job share: the TCP device (one listening socket and
-// event loop), the rendezvous store used to build new contexts, the timeout.
+// event loop), the rendezvous store used to build new contexts, the timeout
+// and this rank's host name (HostKey(), launch_env.h) for error messages.
 struct GlooShared {
   std::shared_ptr<gloo::transport::Device> device;  // null only for a 1-rank job
   std::shared_ptr<gloo::rendezvous::Store> store;   // null only for a 1-rank job
   std::chrono::milliseconds timeout{30000};
+  std::string host;
 };
 
 class GlooComm : public Comm {
