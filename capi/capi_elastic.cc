@@ -11,25 +11,24 @@ namespace {
 // The settings in effect: hvd_init's while initialised, else the
 // environment's (these functions may be called before hvd_init). An invalid
 // environment reads as "not elastic": hvd_init will report it.
-hvd::Config CurrentConfig() {
+Config CurrentConfig() {
   if (RT().initialized()) return RT().config();
-  hvd::Config c;
-  if (!hvd::Config::FromEnvironment(&c).ok()) c = hvd::Config();
+  Config c;
+  if (!Config::FromEnvironment(&c).ok()) c = Config();
   return c;
 }
 
 hvd_status HostsUpdated(int* updated) {
   if (updated == nullptr) {
-    return Report(hvd::Status::Invalid("hvd_elastic_hosts_updated: updated is NULL"));
+    return Report(Status::Invalid("hvd_elastic_hosts_updated: updated is NULL"));
   }
-  const hvd::Config c = CurrentConfig();
+  const Config c = CurrentConfig();
   bool u = false;
-  hvd::Status s = hvd::elastic::HostsUpdated(c.elastic, c.launch.rendezvous, &u);
+  Status s = elastic::HostsUpdated(c.elastic, c.launch.rendezvous, &u);
   *updated = u ? 1 : 0;
-  if (s.code() == hvd::Code::kNotInitialized) {
-    s = hvd::Status(
-        hvd::Code::kNotInitialized,
-        "hvd_elastic_hosts_updated: this worker has not joined a round (call hvd_init)");
+  if (s.code() == Code::kNotInitialized) {
+    s = Status(Code::kNotInitialized,
+               "hvd_elastic_hosts_updated: this worker has not joined a round (call hvd_init)");
   }
   return Report(s);
 }

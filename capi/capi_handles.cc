@@ -11,7 +11,7 @@ namespace {
 
 // The state of a finished operation: errors for unknown handles ("fn: ..."),
 // for operations still running, and the operation's own error.
-Status Finished(const char* fn, hvd_handle handle, std::shared_ptr<hvd::HandleState>* out) {
+Status Finished(const char* fn, hvd_handle handle, std::shared_ptr<HandleState>* out) {
   Status err;
   *out = FindHandle(fn, handle, &err);
   if (!*out) return err;
@@ -33,19 +33,19 @@ hvd_status Wait(hvd_handle handle, int64_t timeout_ms) {
 
 hvd_status Result(hvd_handle handle, DLTensor* result) {
   if (!result) return Fail(Code::kInvalidArgument, "hvd_result: result is NULL");
-  std::shared_ptr<hvd::HandleState> state;
+  std::shared_ptr<HandleState> state;
   Status s = Finished("hvd_result", handle, &state);
   if (!s.ok()) return Report(s);
-  hvd::OpResult& r = state->result();
+  OpResult& r = state->result();
   if (!r.data && r.shape.empty()) {
     return Fail(Code::kInvalidArgument,
                 "hvd_result: this operation has no hvd-owned result (allreduce and broadcast "
                 "write to the caller's tensor)");
   }
   result->data = r.data;
-  result->device = hvd::ToDLDevice(r.device);
+  result->device = ToDLDevice(r.device);
   result->ndim = static_cast<int32_t>(r.shape.size());
-  result->dtype = hvd::ToDLDataType(r.dtype);
+  result->dtype = ToDLDataType(r.dtype);
   result->shape = r.shape.data();
   result->strides = nullptr;
   result->byte_offset = 0;
@@ -53,7 +53,7 @@ hvd_status Result(hvd_handle handle, DLTensor* result) {
 }
 
 hvd_status ResultSplits(hvd_handle handle, int32_t* splits, int n, int* count) {
-  std::shared_ptr<hvd::HandleState> state;
+  std::shared_ptr<HandleState> state;
   Status s = Finished("hvd_result_splits", handle, &state);
   if (!s.ok()) return Report(s);
   const auto& rs = state->result().recv_splits;

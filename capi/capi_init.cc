@@ -9,14 +9,14 @@ namespace hvd {
 namespace capi {
 namespace {
 
-hvd::BackendChoice ToChoice(hvd_backend b) {
+BackendChoice ToChoice(hvd_backend b) {
   switch (b) {
     case HVD_BACKEND_MPI:
-      return hvd::BackendChoice::kMpi;
+      return BackendChoice::kMpi;
     case HVD_BACKEND_GLOO:
-      return hvd::BackendChoice::kGloo;
+      return BackendChoice::kGloo;
     default:
-      return hvd::BackendChoice::kAuto;
+      return BackendChoice::kAuto;
   }
 }
 
@@ -24,7 +24,7 @@ hvd_status Init(const char* fn, const hvd_init_options* opts) {
   hvd_init_options o = HVD_INIT_OPTIONS_INIT;
   Status s = ReadOptions(opts, &o, "hvd_init_with");
   if (!s.ok()) return Report(s);
-  hvd::InitArgs args;
+  InitArgs args;
   args.controller = ToChoice(o.controller);
   args.cpu_operations = ToChoice(o.cpu_operations);
   args.use_mpi_comm = o.use_mpi_comm != 0;
@@ -37,7 +37,7 @@ hvd_status Init(const char* fn, const hvd_init_options* opts) {
 }
 
 // A topology query: -1 and a last error when not initialised.
-int Query(const char* fn, int (*get)(const hvd::Topology&)) {
+int Query(const char* fn, int (*get)(const Topology&)) {
   return Guarded(fn, -1, [fn, get] {
     if (!RT().initialized()) {
       Fail(Code::kNotInitialized, std::string(fn) + ": hvd is not initialized");

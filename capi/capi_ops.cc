@@ -27,8 +27,8 @@ Status ReadOpOptions(const hvd_op_options* in, hvd_op_options* out, const char* 
 
 // What hvd needs of a validated DLTensor, without copying its shape.
 struct TensorView {
-  hvd::DataType dtype = hvd::DataType::kFloat32;
-  hvd::Device device;
+  DataType dtype = DataType::kFloat32;
+  Device device;
   int64_t num_elements = 0;
   void* data = nullptr;
 };
@@ -69,11 +69,11 @@ Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorVie
     return Status::Invalid(where() + " has ndim " + std::to_string(t->ndim) + " (0..32 allowed)");
   }
   if (t->ndim > 0 && !t->shape) return Status::Invalid(where() + " has ndim > 0 but shape is NULL");
-  Status s = hvd::FromDLDataType(t->dtype, &v->dtype);
+  Status s = FromDLDataType(t->dtype, &v->dtype);
   if (!s.ok()) return Status::Invalid(where() + ": " + s.message());
-  s = hvd::FromDLDevice(t->device, &v->device);
+  s = FromDLDevice(t->device, &v->device);
   if (!s.ok()) return Status::Invalid(where() + ": " + s.message());
-  if (v->device.kind == hvd::DeviceKind::kCUDA && !hvd::CudaBuilt()) {
+  if (v->device.kind == DeviceKind::kCUDA && !CudaBuilt()) {
     return Status::Unsupported(where() +
                                " is on a CUDA device; this build of hvd handles CPU "
                                "tensors only (GPU support: HVD_WITH_CUDA/NCCL)");
@@ -90,12 +90,12 @@ Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorVie
 Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorEntry* e) {
   TensorView v;
   HVD_RETURN_IF_ERROR(ReadTensor(fn, what, t, &v));
-  hvd::Request& q = e->request;
+  Request& q = e->request;
   q.dtype = v.dtype;
   q.device = v.device;
   q.shape.assign(t->shape, t->shape + t->ndim);
   e->num_elements = v.num_elements;
-  e->bytes = v.num_elements * static_cast<int64_t>(hvd::DataTypeSize(v.dtype));
+  e->bytes = v.num_elements * static_cast<int64_t>(DataTypeSize(v.dtype));
   e->input = v.data;
   return Status::OK();
 }
@@ -106,11 +106,11 @@ Status ReadOutput(const char* fn, const char* what, const char* input_what, cons
   TensorView v;
   HVD_RETURN_IF_ERROR(ReadTensor(fn, what, t, &v));
   if (v.num_elements != e->num_elements || v.dtype != e->request.dtype) {
-    return Status::Invalid(
-        std::string(fn) + ": " + what + " must have the " + input_what +
-        "'s dtype and element count (" + input_what + " " + hvd::DataTypeName(e->request.dtype) +
-        " x" + std::to_string(e->num_elements) + ", " + what + " " + hvd::DataTypeName(v.dtype) +
-        " x" + std::to_string(v.num_elements) + ")");
+    return Status::Invalid(std::string(fn) + ": " + what + " must have the " + input_what +
+                           "'s dtype and element count (" + input_what + " " +
+                           DataTypeName(e->request.dtype) + " x" + std::to_string(e->num_elements) +
+                           ", " + what + " " + DataTypeName(v.dtype) + " x" +
+                           std::to_string(v.num_elements) + ")");
   }
   e->output = v.data;
   return Status::OK();
@@ -124,18 +124,18 @@ Status CheckReduceOp(const char* fn, hvd_reduce_op op) {
   return Status::OK();
 }
 
-hvd::ResultAllocator MakeAllocator(const hvd_op_options& o) {
+ResultAllocator MakeAllocator(const hvd_op_options& o) {
   if (!o.allocator) return nullptr;
   hvd_allocator fn = o.allocator;
   void* user = o.allocator_user_data;
-  return [fn, user](size_t bytes, const std::vector<int64_t>& shape, hvd::DataType dt,
-                    const hvd::Device& dev) {
-    return fn(bytes, shape.data(), static_cast<int>(shape.size()), hvd::ToDLDataType(dt),
-              hvd::ToDLDevice(dev), user);
-  };
+  return
+      [fn, user](size_t bytes, const std::vector<int64_t>& shape, DataType dt, const Device& dev) {
+        return fn(bytes, shape.data(), static_cast<int>(shape.size()), ToDLDataType(dt),
+                  ToDLDevice(dev), user);
+      };
 }
 
-hvd::HandleState::Callback MakeCallback(const hvd_op_options& o) {
+HandleState::Callback MakeCallback(const hvd_op_options& o) {
   if (!o.callback) return nullptr;
   hvd_callback fn = o.callback;
   void* user = o.callback_user_data;
@@ -172,8 +172,8 @@ hvd_status Allreduce(const char* name, const DLTensor* input, DLTensor* output, 
   Status s = ReadCommon(fn, opts, CheckReduceOp, op, input, "input", &o, &e);
   if (s.ok()) s = ReadOutput(fn, "output", "input", output, &e);
   if (!s.ok()) return Report(s);
-  e.request.type = hvd::OpType::kAllreduce;
-  e.request.reduce_op = static_cast<hvd::ReduceOp>(op);
+  e.request.type = OpType::kAllreduce;
+  e.request.reduce_op = static_cast<ReduceOp>(op);
   if (name) e.request.name = name;
   return Submit(fn, &e, 1, o, handle);
 }
@@ -196,10 +196,10 @@ hvd_status GroupedAllreduce(const char* const* names, const DLTensor* const* inp
     s = ReadTensor(fn, what.c_str(), inputs[i], &v[i]);
     if (s.ok()) s = ReadOutput(fn, owhat.c_str(), what.c_str(), outputs[i], &v[i]);
     if (!s.ok()) break;
-    v[i].request.type = hvd::OpType::kAllreduce;
-    v[i].request.reduce_op = static_cast<hvd::ReduceOp>(op);
+    v[i].request.type = OpType::kAllreduce;
+    v[i].request.reduce_op = static_cast<ReduceOp>(op);
     v[i].request.name =
-        names && names[i] ? names[i] : RT().AutoName(hvd::OpType::kAllreduce, o.process_set);
+        names && names[i] ? names[i] : RT().AutoName(OpType::kAllreduce, o.process_set);
   }
   if (!s.ok()) return Report(s);
   const std::string group = "group:" + v[0].request.name;
@@ -217,7 +217,7 @@ hvd_status Allgather(const char* name, const DLTensor* input, const hvd_op_optio
   TensorEntry e;
   Status s = ReadCommon(fn, opts, nullptr, HVD_OP_SUM, input, "input", &o, &e);
   if (!s.ok()) return Report(s);
-  e.request.type = hvd::OpType::kAllgather;
+  e.request.type = OpType::kAllgather;
   if (name) e.request.name = name;
   return Submit(fn, &e, 1, o, handle);
 }
@@ -237,7 +237,7 @@ hvd_status Broadcast(const char* name, DLTensor* tensor, int root_rank, const hv
   }
   if (!s.ok()) return Report(s);
   e.output = static_cast<uint8_t*>(tensor->data) + tensor->byte_offset;
-  e.request.type = hvd::OpType::kBroadcast;
+  e.request.type = OpType::kBroadcast;
   e.request.root = root_rank;
   if (name) e.request.name = name;
   return Submit(fn, &e, 1, o, handle);
@@ -284,7 +284,7 @@ hvd_status Alltoall(const char* name, const DLTensor* input, const int32_t* spli
   if (s.ok()) s = RT().SetInfo(o.process_set, &set_rank, &set_size);
   if (s.ok()) s = ReadSplits(fn, splits, nsplits, set_size, &e);
   if (!s.ok()) return Report(s);
-  e.request.type = hvd::OpType::kAlltoall;
+  e.request.type = OpType::kAlltoall;
   if (name) e.request.name = name;
   return Submit(fn, &e, 1, o, handle);
 }
@@ -296,8 +296,8 @@ hvd_status Reducescatter(const char* name, const DLTensor* input, hvd_reduce_op 
   TensorEntry e;
   Status s = ReadCommon(fn, opts, CheckScatterOp, op, input, "input", &o, &e);
   if (!s.ok()) return Report(s);
-  e.request.type = hvd::OpType::kReducescatter;
-  e.request.reduce_op = static_cast<hvd::ReduceOp>(op);
+  e.request.type = OpType::kReducescatter;
+  e.request.reduce_op = static_cast<ReduceOp>(op);
   if (name) e.request.name = name;
   return Submit(fn, &e, 1, o, handle);
 }
@@ -306,7 +306,7 @@ hvd_status Barrier(int32_t process_set) {
   Status s = CheckInit("hvd_barrier");
   if (!s.ok()) return Report(s);
   TensorEntry e;
-  e.request.type = hvd::OpType::kBarrier;
+  e.request.type = OpType::kBarrier;
   return RunBlocking("hvd_barrier", std::move(e), process_set, nullptr);
 }
 
@@ -314,7 +314,7 @@ hvd_status Join(int32_t process_set, int* last_rank) {
   Status s = CheckInit("hvd_join");
   if (!s.ok()) return Report(s);
   TensorEntry e;
-  e.request.type = hvd::OpType::kJoin;
+  e.request.type = OpType::kJoin;
   e.request.name = "join." + std::to_string(process_set);
   int64_t last = -1;
   hvd_status st = RunBlocking("hvd_join", std::move(e), process_set, &last);

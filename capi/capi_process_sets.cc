@@ -20,8 +20,8 @@ hvd_status AddProcessSet(const int32_t* ranks, int n, int32_t* id) {
     return Fail(Code::kInvalidArgument, std::string(fn) + ": ranks must be distinct and in [0, " +
                                             std::to_string(size) + ")");
   }
-  hvd::TensorEntry e;
-  e.request.type = hvd::OpType::kAddProcessSet;
+  TensorEntry e;
+  e.request.type = OpType::kAddProcessSet;
   e.request.set_ranks.assign(unique.begin(), unique.end());
   int64_t value = -1;
   hvd_status st = RunBlocking(fn, std::move(e), 0, &value);
@@ -37,8 +37,8 @@ hvd_status RemoveProcessSet(int32_t id) {
   s = RT().SetInfo(id, &rank, &size);
   if (s.ok() && id == 0) s = Status::Invalid("the global process set 0 cannot be removed");
   if (!s.ok()) return Report(Prefixed(fn, s));
-  hvd::TensorEntry e;
-  e.request.type = hvd::OpType::kRemoveProcessSet;
+  TensorEntry e;
+  e.request.type = OpType::kRemoveProcessSet;
   e.request.set_ranks = {id};
   return RunBlocking(fn, std::move(e), 0, nullptr);
 }
