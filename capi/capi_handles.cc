@@ -28,7 +28,7 @@ hvd_status Wait(hvd_handle handle, int64_t timeout_ms) {
   if (!state) return Report(err);
   bool timed_out = false;
   Status s = state->Wait(timeout_ms, &timed_out);
-  return Report(timed_out ? Prefixed("hvd_wait", s) : s);
+  return timed_out ? ReportFrom("hvd_wait", s) : Report(s);
 }
 
 hvd_status Result(hvd_handle handle, DLTensor* result) {
@@ -70,14 +70,6 @@ hvd_status ResultSplits(hvd_handle handle, int32_t* splits, int n, int* count) {
 }
 
 }  // namespace
-
-std::shared_ptr<HandleState> FindHandle(const char* fn, hvd_handle handle, Status* error) {
-  Status err;
-  auto state = HandleTable::Global().Find(handle, &err);
-  if (!state) *error = Prefixed(fn, err);
-  return state;
-}
-
 }  // namespace capi
 }  // namespace hvd
 
@@ -87,7 +79,7 @@ hvd_status hvd_poll(hvd_handle handle) {
   return hvd::capi::Guard("hvd_poll", [handle] {
     hvd::Status err;
     auto state = hvd::capi::FindHandle("hvd_poll", handle, &err);
-    return hvd::capi::Report(state ? state->Poll() : err);
+    return state ? hvd::capi::Report(state->Poll()) : hvd::capi::Report(err);
   });
 }
 
@@ -98,7 +90,7 @@ hvd_status hvd_wait(hvd_handle handle, int64_t timeout_ms) {
 hvd_status hvd_release(hvd_handle handle) {
   return hvd::capi::Guard("hvd_release", [handle] {
     hvd::Status s = hvd::HandleTable::Global().Release(handle);
-    return hvd::capi::Report(s.ok() ? s : hvd::capi::Prefixed("hvd_release", s));
+    return hvd::capi::ReportFrom("hvd_release", s);
   });
 }
 

@@ -33,7 +33,7 @@ hvd_status Init(const char* fn, const hvd_init_options* opts) {
   if (s.code() == Code::kAlreadyInitialized) {
     s = Status(s.code(), s.message() + "; call hvd_shutdown before initializing again");
   }
-  return Report(s.ok() ? s : Prefixed(fn, s));
+  return ReportFrom(fn, s);
 }
 
 // A topology query: -1 and a last error when not initialised.

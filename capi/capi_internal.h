@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/common/status.h"
+#include "core/runtime/handle_table.h"
 #include "core/runtime/runtime.h"
 #include "core/tensor/tensor_entry.h"
 #include "hvd/hvd.h"
@@ -25,6 +26,8 @@ hvd_status Report(const Status& s);
 hvd_status Fail(Code code, const std::string& message);
 // "fn: message", same code.
 Status Prefixed(const char* fn, const Status& s);
+// Report(s), naming `fn` in the message of an error.
+hvd_status ReportFrom(const char* fn, const Status& s);
 
 inline Runtime& RT() {
   return Runtime::Get();
@@ -76,7 +79,12 @@ Status ReadOptions(const T* in, T* out, const char* fn) {
 }
 
 // The state behind `handle`; null with *error = "fn: unknown handle ...".
-std::shared_ptr<HandleState> FindHandle(const char* fn, hvd_handle handle, Status* error);
+// Inline: it runs in every hvd_poll/hvd_wait.
+inline std::shared_ptr<HandleState> FindHandle(const char* fn, hvd_handle handle, Status* error) {
+  auto state = HandleTable::Global().Find(handle, error);
+  if (!state) *error = Prefixed(fn, *error);
+  return state;
+}
 
 // Registers a handle covering `count` entries, fills the common request
 // fields from the options and submits (capi_ops.cc). On failure nothing

@@ -150,17 +150,20 @@ Status CheckScatterOp(const char* fn, hvd_reduce_op op) {
   return Status::OK();
 }
 
-using OpCheck = Status (*)(const char* fn, hvd_reduce_op op);
+Status NoOpCheck(const char*, hvd_reduce_op) {
+  return Status::OK();
+}
 
 // The checks every single-tensor operation starts with, in this order:
-// initialised, valid options, a valid reduce op (check_op; null for
+// initialised, valid options, a valid reduce op (check_op; NoOpCheck for
 // operations without one), a valid input tensor.
+template <typename OpCheck>
 Status ReadCommon(const char* fn, const hvd_op_options* opts, OpCheck check_op, hvd_reduce_op op,
                   const DLTensor* input, const char* input_what, hvd_op_options* o,
                   TensorEntry* e) {
   HVD_RETURN_IF_ERROR(CheckInit(fn));
   HVD_RETURN_IF_ERROR(ReadOpOptions(opts, o, fn));
-  if (check_op) HVD_RETURN_IF_ERROR(check_op(fn, op));
+  HVD_RETURN_IF_ERROR(check_op(fn, op));
   return ReadTensor(fn, input_what, input, e);
 }
 
@@ -215,7 +218,7 @@ hvd_status Allgather(const char* name, const DLTensor* input, const hvd_op_optio
   const char* fn = "hvd_allgather_async";
   hvd_op_options o;
   TensorEntry e;
-  Status s = ReadCommon(fn, opts, nullptr, HVD_OP_SUM, input, "input", &o, &e);
+  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, input, "input", &o, &e);
   if (!s.ok()) return Report(s);
   e.request.type = OpType::kAllgather;
   if (name) e.request.name = name;
@@ -227,7 +230,7 @@ hvd_status Broadcast(const char* name, DLTensor* tensor, int root_rank, const hv
   const char* fn = "hvd_broadcast_async";
   hvd_op_options o;
   TensorEntry e;
-  Status s = ReadCommon(fn, opts, nullptr, HVD_OP_SUM, tensor, "tensor", &o, &e);
+  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, tensor, "tensor", &o, &e);
   int set_rank = 0, set_size = 0;
   if (s.ok()) s = RT().SetInfo(o.process_set, &set_rank, &set_size);
   if (s.ok() && (root_rank < 0 || root_rank >= set_size)) {
@@ -279,7 +282,7 @@ hvd_status Alltoall(const char* name, const DLTensor* input, const int32_t* spli
   const char* fn = "hvd_alltoall_async";
   hvd_op_options o;
   TensorEntry e;
-  Status s = ReadCommon(fn, opts, nullptr, HVD_OP_SUM, input, "input", &o, &e);
+  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, input, "input", &o, &e);
   int set_rank = 0, set_size = 0;
   if (s.ok()) s = RT().SetInfo(o.process_set, &set_rank, &set_size);
   if (s.ok()) s = ReadSplits(fn, splits, nsplits, set_size, &e);
@@ -364,7 +367,7 @@ hvd_status RunBlocking(const char* fn, TensorEntry entry, int32_t set, int64_t* 
   Status s = state->Wait(-1);
   if (value) *value = state->result().value;
   HandleTable::Global().Release(h);
-  return Report(s.ok() ? s : Prefixed(fn, s));
+  return ReportFrom(fn, s);
 }
 
 }  // namespace capi

@@ -38,6 +38,10 @@ Status Prefixed(const char* fn, const Status& s) {
   return Status(s.code(), std::string(fn) + ": " + s.message());
 }
 
+hvd_status ReportFrom(const char* fn, const Status& s) {
+  return s.ok() ? static_cast<hvd_status>(Code::kOk) : Report(Prefixed(fn, s));
+}
+
 Status CheckInit(const char* fn) {
   if (!RT().initialized()) {
     return Status(Code::kNotInitialized,

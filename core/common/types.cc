@@ -1,5 +1,8 @@
 #include "core/common/types.h"
 
+#include <array>
+#include <utility>
+
 #include "core/common/dtype_dispatch.h"
 
 namespace hvd {
@@ -42,18 +45,40 @@ std::string DeviceName(const Device& d) {
   return d.kind == DeviceKind::kCPU ? "cpu" : "cuda:" + std::to_string(d.id);
 }
 
-// DLPack's type code of each DataType, in enum order (the bits are the size).
+// DLPack's type code and bits of each DataType, in enum order.
 constexpr uint8_t kDLCodes[] = {kDLUInt,  kDLInt,    kDLInt,   kDLInt,
                                 kDLFloat, kDLBfloat, kDLFloat, kDLFloat};
 
+template <size_t... I>
+constexpr std::array<uint8_t, kNumDataTypes> ElementBits(std::index_sequence<I...>) {
+  return {{static_cast<uint8_t>(8 * sizeof(std::tuple_element_t<I, HostElements>))...}};
+}
+constexpr std::array<uint8_t, kNumDataTypes> kDLBits =
+    ElementBits(std::make_index_sequence<kNumDataTypes>{});
+
+// The inverse, for one lookup per submitted tensor: the DataType of DLPack
+// code c (0..kMaxDLCode) with 8 << k bits at [c][k]; -1: none.
+constexpr int kMaxDLCode = 4;  // kDLBfloat
+constexpr int BitsIndex(int bits) {
+  return bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : bits == 64 ? 3 : -1;
+}
+constexpr std::array<std::array<int8_t, 4>, kMaxDLCode + 1> kFromDL = [] {
+  std::array<std::array<int8_t, 4>, kMaxDLCode + 1> t{};
+  for (auto& row : t) {
+    for (auto& v : row) v = -1;
+  }
+  for (int i = 0; i < kNumDataTypes; ++i)
+    t[kDLCodes[i]][BitsIndex(kDLBits[i])] = static_cast<int8_t>(i);
+  return t;
+}();
+
 Status FromDLDataType(DLDataType in, DataType* out) {
   if (in.lanes != 1) return Status::Invalid("vector dtypes (lanes != 1) are not supported");
-  for (int i = 0; i < kNumDataTypes; ++i) {
-    const DLDataType t = ToDLDataType(static_cast<DataType>(i));
-    if (t.code == in.code && t.bits == in.bits) {
-      *out = static_cast<DataType>(i);
-      return Status::OK();
-    }
+  const int k = BitsIndex(in.bits);
+  const int found = in.code <= kMaxDLCode && k >= 0 ? kFromDL[in.code][k] : -1;
+  if (found >= 0) {
+    *out = static_cast<DataType>(found);
+    return Status::OK();
   }
   return Status::Invalid("unsupported dtype (code " + std::to_string(in.code) + ", " +
                          std::to_string(in.bits) +
