@@ -103,7 +103,7 @@ void ParseString(const char* suffix, std::string* out) {
   if (const char* v = GetEnv(suffix)) *out = v;
 }
 
-// Tuning of the background loop, negotiation, stall checks and autotune.
+// Tuning of the background loop, negotiation, stall checks, deadlines and autotune.
 Status ParseLoop(Config* c) {
   int64_t cache = c->cache_capacity;
   HVD_RETURN_IF_ERROR(
@@ -116,6 +116,8 @@ Status ParseLoop(Config* c) {
   HVD_RETURN_IF_ERROR(ParseDouble("STALL_CHECK_TIME_SECONDS", 0.0, &c->stall_check_seconds));
   HVD_RETURN_IF_ERROR(ParseDouble("STALL_SHUTDOWN_TIME_SECONDS", 0.0, &c->stall_shutdown_seconds));
   HVD_RETURN_IF_ERROR(ParseBool("STALL_CHECK_DISABLE", &c->stall_check_disabled));
+  HVD_RETURN_IF_ERROR(ParseDouble("OP_TIMEOUT_SECONDS", 0.0, &c->op_timeout_seconds));
+  HVD_RETURN_IF_ERROR(ParseBool("MPI_ABORT_ON_TIMEOUT", &c->mpi_abort_on_timeout));
   HVD_RETURN_IF_ERROR(ParseBool("AUTOTUNE", &c->autotune));
   ParseString("AUTOTUNE_LOG", &c->autotune_log);
   return Status::OK();

@@ -36,6 +36,16 @@ struct Config {
   double gloo_timeout_seconds = 30.0;
   std::string gloo_iface;     // empty: HVD_GLOO_HOSTNAME, else towards the rendezvous store
   std::string gloo_hostname;  // empty: the local address that reaches the store
+  // Every operation must complete this long after it was submitted, or it
+  // fails with HVD_ERR_TIMEOUT naming the ranks it waited for (0: no
+  // deadline). 30 minutes, as torch.distributed: long enough for a rank
+  // that checkpoints or evaluates while the others wait, short enough that
+  // a hung job frees its machines the same hour.
+  double op_timeout_seconds = 1800.0;
+  // Under MPI a collective that misses its deadline can never be left: the
+  // job is aborted (after the operations failed with the reason) unless
+  // this is off.
+  bool mpi_abort_on_timeout = true;
   LogLevel log_level = LogLevel::kWarning;
   bool log_hide_time = false;
   BackendChoice controller = BackendChoice::kAuto;

@@ -49,6 +49,39 @@ std::string Value(const char* v) {
   return v ? v : "";
 }
 
+struct SizeVariable {
+  const char* size;
+  const char* rank;
+  const char* set_by;
+};
+
+// In order of precedence: the most specific launcher first, so that
+// `hvdrun -np 1` or `mpirun -np 1` inside a Slurm allocation is no error.
+constexpr SizeVariable kSizeVariables[] = {
+    {"HVD_SIZE", "HVD_RANK", "hvdrun"},
+    {"HOROVOD_SIZE", "HOROVOD_RANK", "horovodrun"},
+    {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "Open MPI's mpirun"},
+    {"PMI_SIZE", "PMI_RANK", "a PMI launcher such as MPICH's mpiexec or srun --mpi=pmi2"},
+    {"WORLD_SIZE", "RANK", "torchrun or a Kubernetes PyTorchJob, which hvd does not support"},
+    {"SLURM_NTASKS", "SLURM_PROCID",
+     "Slurm; a batch script that runs the program itself starts one process"},
+};
+
+void ReadSizeClaim(LaunchEnv* env) {
+  for (const SizeVariable& v : kSizeVariables) {
+    const char* size = GetRawEnv(v.size);
+    if (size == nullptr) continue;
+    const char* rank = GetRawEnv(v.rank);
+    env->size_variable = v.size;
+    env->size_value = size;
+    env->rank_variable = v.rank;
+    env->rank_value = Value(rank);
+    env->rank_value_set = rank != nullptr;
+    env->size_set_by = v.set_by;
+    return;
+  }
+}
+
 }  // namespace
 
 std::string HostKey() {
@@ -81,7 +114,27 @@ LaunchEnv LaunchEnv::FromEnvironment() {
   env.rendezvous = RendezvousFromEnvironment();
   env.rendezvous_prefix = Value(GetEnv("RENDEZVOUS_PREFIX"));
   env.worker_id = Value(GetEnv("WORKER_ID"));
+  ReadSizeClaim(&env);
   return env;
+}
+
+Status CheckNotAlone(const LaunchEnv& env, int world_size, bool with_mpi) {
+  if (world_size != 1 || env.size_variable.empty()) return Status::OK();
+  const char* size = env.size_value.c_str();
+  char* end = nullptr;
+  const long n = std::strtol(size, &end, 10);
+  if (end == size || *end != '\0' || n <= 1) return Status::OK();
+  const std::string np = std::to_string(n);
+  // Without MPI only hvdrun's store can join the ranks.
+  const std::string or_mpirun = with_mpi ? " or mpirun -np " + np + " PROGRAM" : "";
+  // One line: what was seen, who sets it, and how to launch instead.
+  return Status::Invalid(
+      env.size_variable + "=" + env.size_value +
+      (env.rank_value_set ? " " + env.rank_variable + "=" + env.rank_value : std::string()) +
+      " (set by " + env.size_set_by + ") says this job has " + np +
+      " processes, but this process found no way to reach the others and "
+      "would run alone as rank 0 of 1; start the job with hvdrun -np " +
+      np + " PROGRAM" + or_mpirun);
 }
 
 }  // namespace hvd

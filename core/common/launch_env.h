@@ -42,9 +42,22 @@ struct LaunchEnv {
   RendezvousEndpoint rendezvous;
   std::string rendezvous_prefix;  // HVD_RENDEZVOUS_PREFIX (HOROVOD_ too)
   std::string worker_id;          // HVD_WORKER_ID (HOROVOD_ too): elastic mode
+  // The first launcher size variable that is set (HVD_SIZE, HOROVOD_SIZE,
+  // OMPI_COMM_WORLD_SIZE, PMI_SIZE, WORLD_SIZE, SLURM_NTASKS), with its rank
+  // variable, for CheckNotAlone. Empty `size_variable` when none is.
+  std::string size_variable, size_value, rank_variable, rank_value, size_set_by;
+  bool rank_value_set = false;
 
   static LaunchEnv FromEnvironment();
 };
+
+// OK unless the launcher's size variable says the job has more than one
+// process while this process found a world of one: a launcher hvd cannot
+// join (torchrun, a batch script without srun, an MPI other than the one hvd
+// was built with) would otherwise start N jobs of one that each "reduce"
+// with themselves. The message names the variable, the launcher that sets
+// it, and how to launch (mpirun too when `with_mpi`).
+Status CheckNotAlone(const LaunchEnv& env, int world_size, bool with_mpi);
 
 // The one rule that names this rank's host, for local/cross ranks, GPU host
 // grouping and Gloo's error messages: the launcher's name for it where there

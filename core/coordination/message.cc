@@ -5,9 +5,6 @@
 namespace hvd {
 namespace {
 
-constexpr int32_t kRequestListMagic = 0x48524c31;   // "HRL1"
-constexpr int32_t kResponseListMagic = 0x48534c31;  // "HSL1"
-
 template <typename E>
 bool ReadEnum(WireReader* r, E* out, int limit) {
   uint8_t v;
@@ -35,6 +32,8 @@ bool DecodeParams(WireReader* r, T* x) {
          r->F64(&x->prescale) && r->F64(&x->postscale);
 }
 
+}  // namespace
+
 void EncodeRequest(const Request& q, WireWriter* w) {
   w->I32(q.rank);
   w->I32(q.process_set);
@@ -54,8 +53,6 @@ bool DecodeRequest(WireReader* r, Request* q) {
          r->Str(&q->group) && r->I32(&q->group_size) && r->I32Vec(&q->set_ranks);
 }
 
-}  // namespace
-
 int64_t Request::NumElements() const {
   int64_t n = 1;
   for (auto d : shape) n *= d;
@@ -66,35 +63,6 @@ bool Request::SameParams(const Request& o) const {
   return type == o.type && dtype == o.dtype && reduce_op == o.reduce_op && device == o.device &&
          root == o.root && prescale == o.prescale && postscale == o.postscale && shape == o.shape &&
          splits == o.splits && group == o.group && group_size == o.group_size;
-}
-
-std::string EncodeRequestList(const RequestList& list) {
-  WireWriter w;
-  w.I32(kRequestListMagic);
-  w.U8(list.shutdown ? 1 : 0);
-  w.I64(static_cast<int64_t>(list.requests.size()));
-  for (const auto& q : list.requests) EncodeRequest(q, &w);
-  return w.Take();
-}
-
-Status DecodeRequestList(const std::string& bytes, RequestList* out) {
-  WireReader r(bytes);
-  int32_t magic;
-  uint8_t shutdown;
-  int64_t n;
-  // Each request takes at least 40 bytes, which bounds a hostile count.
-  if (!r.I32(&magic) || magic != kRequestListMagic || !r.U8(&shutdown) || !r.Length(&n, 40)) {
-    return Status::Internal("malformed request list header from a peer");
-  }
-  RequestList list;
-  list.shutdown = shutdown != 0;
-  list.requests.resize(static_cast<size_t>(n));
-  for (auto& q : list.requests) {
-    if (!DecodeRequest(&r, &q)) return Status::Internal("malformed request from a peer");
-  }
-  if (!r.AtEnd()) return Status::Internal("trailing bytes after a request list");
-  *out = std::move(list);
-  return Status::OK();
 }
 
 void EncodeResponse(const Response& s, WireWriter* w) {
@@ -123,36 +91,6 @@ bool DecodeResponse(WireReader* r, Response* s) {
   s->error_code = static_cast<Code>(code);
   return r->Str(&s->error) && DecodeParams(r, s) && r->I64Vec(&s->sizes) && r->I64Vec(&s->shape) &&
          r->I32Vec(&s->joined_ranks) && r->I32Vec(&s->set_ranks) && r->I32(&s->last_joined);
-}
-
-std::string EncodeResponseList(const ResponseList& list) {
-  WireWriter w;
-  w.I32(kResponseListMagic);
-  w.U8(list.shutdown ? 1 : 0);
-  w.I32Vec(list.shutdown_ranks);
-  w.I64(static_cast<int64_t>(list.responses.size()));
-  for (const auto& s : list.responses) EncodeResponse(s, &w);
-  return w.Take();
-}
-
-Status DecodeResponseList(const std::string& bytes, ResponseList* out) {
-  WireReader r(bytes);
-  int32_t magic;
-  uint8_t shutdown;
-  int64_t n;
-  ResponseList list;
-  if (!r.I32(&magic) || magic != kResponseListMagic || !r.U8(&shutdown) ||
-      !r.I32Vec(&list.shutdown_ranks) || !r.Length(&n, 40)) {
-    return Status::Internal("malformed response list header from the coordinator");
-  }
-  list.shutdown = shutdown != 0;
-  list.responses.resize(static_cast<size_t>(n));
-  for (auto& s : list.responses) {
-    if (!DecodeResponse(&r, &s)) return Status::Internal("malformed response from the coordinator");
-  }
-  if (!r.AtEnd()) return Status::Internal("trailing bytes after a response list");
-  *out = std::move(list);
-  return Status::OK();
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {

@@ -35,11 +35,6 @@ struct Request {
   bool SameParams(const Request& o) const;
 };
 
-struct RequestList {
-  bool shutdown = false;
-  std::vector<Request> requests;
-};
-
 // The coordinator's decision for one tensor (or, after fusion, several).
 struct Response {
   OpType type = OpType::kAllreduce;
@@ -69,16 +64,9 @@ struct Response {
 // output: a steady-state cycle hands on hundreds of cached ones.
 using ResponsePtr = std::shared_ptr<const Response>;
 
-struct ResponseList {
-  bool shutdown = false;
-  std::vector<int32_t> shutdown_ranks;
-  std::vector<Response> responses;
-};
-
-std::string EncodeRequestList(const RequestList& list);
-Status DecodeRequestList(const std::string& bytes, RequestList* out);
-std::string EncodeResponseList(const ResponseList& list);
-Status DecodeResponseList(const std::string& bytes, ResponseList* out);
+// Wire encodings (coordination/protocol.h frames them into messages).
+void EncodeRequest(const Request& q, class WireWriter* w);
+bool DecodeRequest(class WireReader* r, Request* out);
 void EncodeResponse(const Response& r, class WireWriter* w);
 bool DecodeResponse(class WireReader* r, Response* out);
 

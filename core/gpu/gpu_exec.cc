@@ -122,7 +122,7 @@ class GpuSet {
 #ifdef HVD_HAVE_NCCL
   Status MakeHierarchicalComm(GpuDevice* d, std::unique_ptr<NcclComm> flat) {
     std::vector<std::string> hosts;
-    HVD_RETURN_IF_ERROR(p_.controller->AllgatherBytes(p_.host, &hosts));
+    HVD_RETURN_IF_ERROR(AllgatherBytes(*p_.controller, p_.host, &hosts));
     HierarchyPlan plan = PlanHierarchy(hosts, p_.controller->rank());
     if (!plan.usable) {
       // Every rank sees the same hosts, so all take this branch together.

@@ -192,12 +192,13 @@ void AppendFrame(const std::string& body, std::string* out) {
   out->append(body);
 }
 
-FrameStatus ExtractFrame(const std::string& buffer, size_t* offset, std::string* body) {
+FrameStatus ExtractFrame(const std::string& buffer, size_t* offset, std::string* body,
+                         uint32_t max_bytes) {
   if (*offset > buffer.size() || buffer.size() - *offset < 4) return FrameStatus::kNeedMore;
   const auto* p = reinterpret_cast<const uint8_t*>(buffer.data() + *offset);
   uint32_t len = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
   if (len == 0) return FrameStatus::kEmpty;
-  if (len > kMaxFrameBytes) return FrameStatus::kTooLarge;
+  if (len > max_bytes) return FrameStatus::kTooLarge;
   if (buffer.size() - *offset - 4 < len) return FrameStatus::kNeedMore;
   body->assign(buffer, *offset + 4, len);
   *offset += 4 + len;

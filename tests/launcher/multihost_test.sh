@@ -43,6 +43,19 @@ if command -v flock > /dev/null 2>&1; then
   flock -w 120 9 || skip "another multihost test holds the lock"
 fi
 
+# Under the lock, namespaces and links of this test that still exist were
+# left by a run that was killed before its cleanup: a stale interface holding
+# 10.77.0.1 would take the launcher's traffic and every rank's connect would
+# time out. Remove them first.
+for ns in $(ip netns list 2> /dev/null | sed -n 's/^\(hvdmh[0-9]*-[a-z0-9]*\).*/\1/p'); do
+  pids=$(ip netns pids "$ns" 2> /dev/null)
+  [ -n "$pids" ] && kill -9 $pids > /dev/null 2>&1
+  ip netns del "$ns" > /dev/null 2>&1
+done
+for link in $(ip -o link show 2> /dev/null | sed -n 's/^[0-9]*: \(hvd[0-9]*r\)[@:].*/\1/p'); do
+  ip link del "$link" > /dev/null 2>&1
+done
+
 ID=$(($$ % 100000))
 BR=hvdmh$ID-br
 HOST1=hvdmh$ID-h1

@@ -1,5 +1,5 @@
-// Unit tests of the core pieces that need no peers: wire encoding, the
-// response cache, fusion planning, configuration parsing and reductions.
+// Unit tests of the core pieces that need no peers: the negotiation wire
+// format, the response cache, fusion planning, configuration parsing and reductions.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "core/common/reduce.h"
 #include "core/coordination/fusion.h"
 #include "core/coordination/message.h"
+#include "core/coordination/protocol.h"
 #include "core/coordination/response_cache.h"
 #include "core/observability/autotune/bayesian_optimizer.h"
 #include "core/observability/autotune/gaussian_process.h"
@@ -38,9 +39,12 @@ Response MakeResponse(const std::string& name, int64_t count, DataType dt = Data
   return r;
 }
 
-TEST(Wire, RequestListRoundTrip) {
-  RequestList list;
-  list.shutdown = true;
+TEST(Wire, ReportRoundTrip) {
+  Report rep;
+  rep.shutdown = true;
+  rep.epoch = 42;
+  rep.hits = {3, 1, 7};
+  rep.invalid = {9};
   Request q = MakeRequest("grad/conv1", {64, 3, 7, 7}, DataType::kBFloat16);
   q.rank = 3;
   q.type = OpType::kAlltoall;
@@ -48,52 +52,106 @@ TEST(Wire, RequestListRoundTrip) {
   q.prescale = 0.25;
   q.group = "g";
   q.group_size = 2;
-  list.requests = {q, MakeRequest("b", {})};
-  RequestList out;
-  ASSERT_TRUE(DecodeRequestList(EncodeRequestList(list), &out).ok());
+  rep.requests = {q, MakeRequest("b", {})};
+  Report out;
+  ASSERT_TRUE(DecodeReport(EncodeReport(rep), &out).ok());
   ASSERT_EQ(out.requests.size(), 2u);
   EXPECT_TRUE(out.shutdown);
+  EXPECT_EQ(out.epoch, 42);
+  EXPECT_EQ(out.hits, (std::vector<int32_t>{1, 3, 7}));  // a set: dense ones come sorted
+  EXPECT_EQ(out.invalid, std::vector<int32_t>{9});
   EXPECT_EQ(out.requests[0].name, "grad/conv1");
   EXPECT_TRUE(out.requests[0].SameParams(q));
   EXPECT_EQ(out.requests[0].rank, 3);
   EXPECT_EQ(out.requests[1].shape.size(), 0u);
 }
 
-TEST(Wire, ResponseListRoundTrip) {
-  ResponseList list;
-  list.shutdown_ranks = {1};
-  Response r = MakeResponse("x", 10);
-  r.error_code = Code::kMismatch;
-  r.error = "bad";
-  r.joined_ranks = {2};
-  list.responses = {r, MakeResponse("y", 3)};
-  ResponseList out;
-  ASSERT_TRUE(DecodeResponseList(EncodeResponseList(list), &out).ok());
-  ASSERT_EQ(out.responses.size(), 2u);
-  EXPECT_EQ(out.responses[0].error_code, Code::kMismatch);
-  EXPECT_EQ(out.responses[0].error, "bad");
-  EXPECT_EQ(out.responses[0].joined_ranks, std::vector<int32_t>{2});
-  EXPECT_EQ(out.shutdown_ranks, std::vector<int32_t>{1});
+// Dense slot sets travel as a bitmap (a step of a large model reports
+// hundreds of slots): ascending order on decode, and far fewer bytes.
+TEST(Wire, DenseSlotsAreABitmap) {
+  Report dense, sparse;
+  for (int32_t s = 0; s < 1000; ++s) dense.hits.push_back(s);
+  sparse.hits = {999};
+  const std::string d = EncodeReport(dense);
+  EXPECT_LT(d.size(), 200u);
+  Report out;
+  ASSERT_TRUE(DecodeReport(d, &out).ok());
+  EXPECT_EQ(out.hits, dense.hits);
+  ASSERT_TRUE(DecodeReport(EncodeReport(sparse), &out).ok());
+  EXPECT_EQ(out.hits, sparse.hits);
+}
+
+TEST(Wire, DecisionRoundTrip) {
+  Decision d;
+  d.seq = 7;
+  Action run;
+  run.kind = Action::kRun;
+  run.slot = 4;
+  run.response = MakeResponse("x", 10);
+  run.response.error_code = Code::kMismatch;
+  run.response.error = "bad";
+  run.response.joined_ranks = {2};
+  Action cached;
+  cached.kind = Action::kRunCached;
+  cached.slots = {0, 2, 5};
+  cached.ranks = {1};
+  Action params;
+  params.kind = Action::kParams;
+  params.params.fusion_threshold_bytes = 1 << 20;
+  params.params.cycle_time_ms = 2.5;
+  params.params.allreduce_chunk_bytes = 4096;
+  Action erase;
+  erase.kind = Action::kErase;
+  erase.slot = 3;
+  Action stop;
+  stop.kind = Action::kShutdown;
+  stop.ranks = {1, 2};
+  Action lost;
+  lost.kind = Action::kPeerLost;
+  lost.ranks = {3};
+  lost.error = "gone";
+  d.actions = {run, cached, params, erase, stop, lost};
+  Decision out;
+  ASSERT_TRUE(DecodeDecision(EncodeDecision(d), &out).ok());
+  EXPECT_EQ(out.seq, 7);
+  ASSERT_EQ(out.actions.size(), 6u);
+  EXPECT_EQ(out.actions[0].slot, 4);
+  EXPECT_EQ(out.actions[0].response.error, "bad");
+  EXPECT_EQ(out.actions[0].response.joined_ranks, std::vector<int32_t>{2});
+  EXPECT_EQ(out.actions[1].slots, (std::vector<int32_t>{0, 2, 5}));
+  EXPECT_EQ(out.actions[1].ranks, std::vector<int32_t>{1});
+  EXPECT_EQ(out.actions[2].params.cycle_time_ms, 2.5);
+  EXPECT_EQ(out.actions[2].params.allreduce_chunk_bytes, 4096);
+  EXPECT_EQ(out.actions[3].slot, 3);
+  EXPECT_EQ(out.actions[4].ranks, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(out.actions[5].error, "gone");
 }
 
 TEST(Wire, EveryTruncationAndCorruptionIsRejected) {
-  RequestList list;
-  list.requests = {MakeRequest("abc", {2, 3}), MakeRequest("d", {5})};
-  const std::string bytes = EncodeRequestList(list);
-  RequestList out;
+  Report rep;
+  rep.hits = {1, 2};
+  rep.requests = {MakeRequest("abc", {2, 3}), MakeRequest("d", {5})};
+  const std::string bytes = EncodeReport(rep);
+  Report out;
   for (size_t n = 0; n < bytes.size(); ++n) {
-    EXPECT_FALSE(DecodeRequestList(bytes.substr(0, n), &out).ok()) << "prefix " << n;
+    EXPECT_FALSE(DecodeReport(bytes.substr(0, n), &out).ok()) << "prefix " << n;
   }
-  EXPECT_FALSE(DecodeRequestList(bytes + "x", &out).ok());
+  EXPECT_FALSE(DecodeReport(bytes + "x", &out).ok());
   // Flip every byte: must never crash (it may or may not decode).
   for (size_t i = 0; i < bytes.size(); ++i) {
     std::string b = bytes;
     b[i] = static_cast<char>(b[i] ^ 0xff);
-    (void)DecodeRequestList(b, &out);
+    (void)DecodeReport(b, &out);
   }
-  // A hostile element count is refused before any allocation.
-  std::string huge = bytes.substr(0, 5) + std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
-  EXPECT_FALSE(DecodeRequestList(huge, &out).ok());
+  Decision d;
+  d.seq = 1;
+  d.actions.resize(1);
+  d.actions[0].response = MakeResponse("x", 3);
+  const std::string dbytes = EncodeDecision(d);
+  Decision dout;
+  for (size_t n = 0; n < dbytes.size(); ++n) {
+    EXPECT_FALSE(DecodeDecision(dbytes.substr(0, n), &dout).ok()) << "prefix " << n;
+  }
 }
 
 TEST(ResponseCache, HitMissInvalidAndLruEviction) {
@@ -101,20 +159,23 @@ TEST(ResponseCache, HitMissInvalidAndLruEviction) {
   Request a = MakeRequest("a", {4}), b = MakeRequest("b", {4}), c = MakeRequest("c", {4});
   int pos = -1;
   EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kMiss);
-  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a), 0);
-  EXPECT_EQ(cache.Put(MakeResponse("b", 4), b), 1);
+  int evicted = -2;
+  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a, &evicted), 0);
+  EXPECT_EQ(evicted, -1);
+  EXPECT_EQ(cache.Put(MakeResponse("b", 4), b, &evicted), 1);
   EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kHit);
   EXPECT_EQ(pos, 0);
   Request a2 = MakeRequest("a", {5});
   EXPECT_EQ(cache.Lookup(a2, &pos), ResponseCache::State::kInvalid);
   cache.Touch(0);  // b is now least recently used
-  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c), 1);
+  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), 1);
+  EXPECT_EQ(evicted, 1);
   EXPECT_EQ(cache.Lookup(b, &pos), ResponseCache::State::kMiss);
   EXPECT_EQ(cache.Lookup(c, &pos), ResponseCache::State::kHit);
   EXPECT_EQ(pos, 1);
   cache.Erase(0);
   EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kMiss);
-  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a), 0);  // lowest free slot again
+  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a, &evicted), 0);  // lowest free slot again
   EXPECT_EQ(cache.size(), 2u);
 }
 

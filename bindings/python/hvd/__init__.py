@@ -11,6 +11,7 @@ hvd.torch (DistributedOptimizer, broadcast_parameters, ...).
 """
 import os as _os
 
+from . import ffi  # noqa: F401  (hvd.ffi.cdef(): declarations for cffi)
 from . import hvd_c as _c
 from ._errors import (HvdAlreadyInitializedError, HvdBackendError, HvdError, HvdInternalError,
                       HvdInvalidArgument, HvdMismatchError, HvdNotInitializedError,
@@ -32,9 +33,12 @@ __version__ = _c.hvd_version()
 
 
 def library_path():
-    """Path of the libhvd shared library this package loads (for ctypes/cffi)."""
-    here = _os.path.dirname(_os.path.abspath(__file__))
-    for name in sorted(_os.listdir(here)):
-        if name.startswith("libhvd.so"):
-            return _os.path.join(here, name)
+    """Path of the libhvd shared library this package loaded (for ctypes/cffi):
+    the copy inside the package (build tree, wheel) or the prefix's libhvd
+    (cmake --install, python3-hvd), wherever its extension's RPATH led."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and _os.path.basename(fields[5].rstrip("\n")).startswith("libhvd.so"):
+                return fields[5].rstrip("\n")
     return None

@@ -20,6 +20,7 @@
 
 #include "core/backends/gloo/gloo_error.h"
 #include "core/backends/gloo/gloo_reduce.h"
+#include "core/backends/tcp/tcp_channel.h"
 
 namespace hvd {
 
@@ -29,9 +30,8 @@ using gloo_backend::ReduceFn;
 
 namespace {
 
-// Slot prefixes for hvd's own point-to-point messages. Gloo's
-// collectives use prefixes 0x01..0x08, so 0x7d/0x7e never collide with them.
-constexpr uint8_t kHvdGatherSlotPrefix = 0x7e;
+// Slot prefix for hvd's own point-to-point messages. Gloo's collectives use
+// prefixes 0x01..0x08, so 0x7d never collides with them.
 constexpr uint8_t kHvdReduceScatterSlotPrefix = 0x7d;
 
 // Gloo wants a mutable pointer even for buffers it only reads, and a real
@@ -181,106 +181,6 @@ Status GlooComm::CheckPerRank(const char* op, const char* what,
   return Status::OK();
 }
 
-// ---- controller
-
-Status GlooComm::AllreduceBits(uint64_t* words, size_t n, BitOp op) {
-  if (size_ == 1 || n == 0) return Status::OK();  // Gloo's ring rejects 0 elements
-  return Run("allreduce (bits)", [&] {
-    gloo::AllreduceOptions opts(context_);
-    opts.setOutput(words, n);
-    opts.setReduceFunction(gloo_backend::BitReduceFunction(op));
-    opts.setTimeout(shared_->timeout);
-    gloo::allreduce(opts);
-  });
-}
-
-Status GlooComm::GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) {
-  HVD_RETURN_IF_ERROR(CheckRoot("gather", root));
-  if (size_ == 1) {
-    all->assign(1, mine);
-    return Status::OK();
-  }
-  // Gloo's gather needs equal sizes on all ranks, so this is a plain
-  // point-to-point gatherv: each rank sends its size, then its bytes.
-  const uint64_t slot = gloo::Slot::build(kHvdGatherSlotPrefix, 0);
-  const auto timeout = shared_->timeout;
-  if (rank_ != root) {
-    return Run("gather", [&] {
-      int64_t n = static_cast<int64_t>(mine.size());
-      auto size_buf = context_->createUnboundBuffer(&n, sizeof(n));
-      size_buf->send(root, slot);
-      WaitSend(size_buf.get(), timeout);
-      if (n > 0) {
-        auto data_buf = context_->createUnboundBuffer(Mutable(mine.data()), mine.size());
-        data_buf->send(root, slot);
-        WaitSend(data_buf.get(), timeout);
-      }
-    });
-  }
-  std::vector<int64_t> sizes(size_, 0);
-  std::vector<std::string> result(size_);
-  HVD_RETURN_IF_ERROR(Run("gather", [&] {
-    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> bufs(size_);
-    for (int r = 0; r < size_; ++r) {
-      if (r == root) continue;
-      bufs[r] = context_->createUnboundBuffer(&sizes[r], sizeof(int64_t));
-      bufs[r]->recv(r, slot);
-    }
-    for (int r = 0; r < size_; ++r) {
-      if (r != root) WaitRecv(bufs[r].get(), timeout);
-    }
-    for (int r = 0; r < size_; ++r) {
-      bufs[r].reset();
-      if (r == root || sizes[r] == 0) continue;
-      if (sizes[r] < 0) GLOO_THROW("rank ", r, " announced a negative size ", sizes[r]);
-      result[r].resize(static_cast<size_t>(sizes[r]));
-      bufs[r] = context_->createUnboundBuffer(&result[r][0], result[r].size());
-      bufs[r]->recv(r, slot);
-    }
-    for (int r = 0; r < size_; ++r) {
-      if (bufs[r]) WaitRecv(bufs[r].get(), timeout);
-    }
-  }));
-  result[root] = mine;
-  *all = std::move(result);
-  return Status::OK();
-}
-
-Status GlooComm::BroadcastBytes(std::string* bytes, int root) {
-  HVD_RETURN_IF_ERROR(CheckRoot("broadcast", root));
-  if (size_ == 1) return Status::OK();
-  int64_t n = rank_ == root ? static_cast<int64_t>(bytes->size()) : 0;
-  HVD_RETURN_IF_ERROR(Broadcast(&n, sizeof(n), root));
-  if (n < 0) return Status::Internal("Gloo broadcast: negative size from root");
-  if (rank_ != root) bytes->assign(static_cast<size_t>(n), '\0');
-  if (n == 0) return Status::OK();
-  return Broadcast(&(*bytes)[0], n, root);
-}
-
-Status GlooComm::AllgatherBytes(const std::string& mine, std::vector<std::string>* all) {
-  if (size_ == 1) {
-    all->assign(1, mine);
-    return Status::OK();
-  }
-  std::vector<int64_t> sizes(size_, 0);
-  const int64_t my_size = static_cast<int64_t>(mine.size());
-  HVD_RETURN_IF_ERROR(
-      Allgatherv(&my_size, sizes.data(), std::vector<int64_t>(size_, sizeof(int64_t))));
-  for (int64_t s : sizes) {
-    if (s < 0) return Status::Internal("Gloo allgather: a rank announced a negative size");
-  }
-  std::string flat(static_cast<size_t>(std::accumulate(sizes.begin(), sizes.end(), int64_t{0})),
-                   '\0');
-  HVD_RETURN_IF_ERROR(Allgatherv(mine.data(), &flat[0], sizes));
-  all->assign(size_, std::string());
-  size_t offset = 0;
-  for (int r = 0; r < size_; ++r) {
-    (*all)[r] = flat.substr(offset, static_cast<size_t>(sizes[r]));
-    offset += static_cast<size_t>(sizes[r]);
-  }
-  return Status::OK();
-}
-
 // ---- data
 
 Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
@@ -292,7 +192,7 @@ Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
     gloo::AllreduceOptions opts(context_);
     SetAllreduceOutput(&opts, buf, static_cast<size_t>(count), DataTypeSize(dt));
     opts.setReduceFunction(fn);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::allreduce(opts);
   });
 }
@@ -314,7 +214,7 @@ Status GlooComm::Allgatherv(const void* in, void* out, const std::vector<int64_t
     if (mine > 0 && in != my_slot) opts.setInput(static_cast<uint8_t*>(Mutable(in)), mine);
     std::vector<size_t> elements(bytes_per_rank.begin(), bytes_per_rank.end());
     opts.setOutput(static_cast<uint8_t*>(out), std::move(elements));
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::allgatherv(opts);
   });
 }
@@ -327,7 +227,7 @@ Status GlooComm::Broadcast(void* buf, int64_t bytes, int root) {
     gloo::BroadcastOptions opts(context_);
     opts.setOutput(static_cast<uint8_t*>(buf), static_cast<size_t>(bytes));
     opts.setRoot(root);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::broadcast(opts);
   });
 }
@@ -351,7 +251,7 @@ Status GlooComm::Alltoallv(const void* in, const std::vector<int64_t>& send_byte
     gloo::AlltoallvOptions opts(context_);
     opts.setInput(static_cast<uint8_t*>(Mutable(in)), send_bytes);
     opts.setOutput(static_cast<uint8_t*>(Mutable(out)), recv_bytes);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::alltoallv(opts);
   });
 }
@@ -382,7 +282,7 @@ Status GlooComm::Reducescatter(const void* in, void* out, const std::vector<int6
   const int next = (rank_ + 1) % size_;
   const int prev = (rank_ + size_ - 1) % size_;
   const uint64_t slot = gloo::Slot::build(kHvdReduceScatterSlotPrefix, 0);
-  const auto timeout = shared_->timeout;
+  const auto timeout = shared_->op_timeout;
   HVD_RETURN_IF_ERROR(Run("reducescatter", [&] {
     if (scratch.empty()) return;  // nothing anywhere: every rank skips alike
     auto send_buf = context_->createUnboundBuffer(scratch.data(), scratch.size());
@@ -411,7 +311,7 @@ Status GlooComm::Barrier() {
   if (size_ == 1) return Status::OK();
   return Run("barrier", [&] {
     gloo::BarrierOptions opts(context_);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::barrier(opts);
   });
 }
@@ -440,6 +340,11 @@ Status GlooComm::Split(const std::vector<int>& ranks, const std::string& tag,
                              static_cast<int>(ranks.size()), world_rank, &comm));
   *out = std::move(comm);
   return Status::OK();
+}
+
+Status GlooComm::OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) {
+  HVD_RETURN_IF_ERROR(broken_);
+  return TcpChannel::Create(this, shared_->control_host, timeout_s, out);
 }
 
 }  // namespace hvd

@@ -20,8 +20,5 @@ using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
 // The reduction for (dt, op); op must be kSum, kMin, kMax or kProduct.
 Status GetReduceFunction(DataType dt, ReduceOp op, ReduceFn* out);
 
-// AND / OR over uint64 words.
-ReduceFn BitReduceFunction(BitOp op);
-
 }  // namespace gloo_backend
 }  // namespace hvd

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,6 +43,26 @@ Status DeviceAttr(const Config& config, ::gloo::transport::tcp::attr* attr) {
                                               &attr->hostname);
   if (!st.ok()) return Status::Invalid("Gloo: HVD_RENDEZVOUS_ADDR: " + st.message());
   return st;
+}
+
+// The address the negotiation channel listens on: the one Gloo's device
+// uses (for an interface, its first IPv4 address).
+std::string ControlHost(const ::gloo::transport::tcp::attr& attr) {
+  if (attr.iface.empty()) return attr.hostname;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "127.0.0.1";
+  std::string ip = "127.0.0.1";
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || attr.iface != a->ifa_name) continue;
+    char buf[INET_ADDRSTRLEN] = {0};
+    if (inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf,
+                  sizeof(buf))) {
+      ip = buf;
+      break;
+    }
+  }
+  freeifaddrs(list);
+  return ip;
 }
 
 bool LaunchedByEnv(const LaunchEnv& env) {
@@ -91,6 +112,11 @@ Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
   shared->timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
   if (shared->timeout.count() < 1) shared->timeout = std::chrono::milliseconds(1);
   shared->host = config.launch.host;
+  shared->op_timeout = shared->timeout;
+  if (config.op_timeout_seconds > 0 && config.op_timeout_seconds < seconds) {
+    shared->op_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(config.op_timeout_seconds * 1000.0 + 0.5));
+  }
 
   int rank = config.launch.rank, size = config.launch.size;
   if (!config.elastic && !config.launch.rank_error.ok()) {
@@ -123,6 +149,7 @@ Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
     shared->device = ::gloo::transport::tcp::CreateDevice(attr);
   }));
   shared->store = store;
+  shared->control_host = ControlHost(attr);
 
   std::unique_ptr<GlooComm> comm;
   HVD_RETURN_IF_ERROR(GlooComm::Create(shared, prefix, rank, size, &comm));

@@ -64,7 +64,7 @@ Status NcclStatus(ncclResult_t r, const char* what) {
 
 Status NcclComm::Create(Comm* ctrl, const CudaStream* stream, double timeout_s,
                         std::unique_ptr<NcclComm>* out) {
-  auto c = std::make_unique<NcclComm>(Key{}, ctrl, stream, timeout_s);
+  auto c = std::make_unique<NcclComm>(Key{}, stream, timeout_s);
   c->rank_ = ctrl->rank();
   c->size_ = ctrl->size();
   ncclUniqueId id;
@@ -75,10 +75,10 @@ Status NcclComm::Create(Comm* ctrl, const CudaStream* stream, double timeout_s,
     // in BroadcastBytes forever: they receive an empty id and fail too.
     Status s = NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId");
     if (s.ok()) bytes.assign(reinterpret_cast<const char*>(&id), sizeof(id));
-    HVD_RETURN_IF_ERROR(ctrl->BroadcastBytes(&bytes, 0));
+    HVD_RETURN_IF_ERROR(BroadcastBytes(*ctrl, &bytes, 0));
     HVD_RETURN_IF_ERROR(s);
   } else {
-    HVD_RETURN_IF_ERROR(ctrl->BroadcastBytes(&bytes, 0));
+    HVD_RETURN_IF_ERROR(BroadcastBytes(*ctrl, &bytes, 0));
     if (bytes.size() != sizeof(id)) {
       return Status::Backend("NCCL: rank 0 of the process set could not create a unique id");
     }

@@ -37,7 +37,11 @@ end
 end
 
 function __init__()
-    # Lets users point at a build tree without touching LD_LIBRARY_PATH.
+    # An installed copy (share/julia/Hvd) names libhvd's folder relative to
+    # itself in deps/libhvd_dir; HVD_LIBRARY_DIR (e.g. a build tree's capi/)
+    # goes before it. Neither needs LD_LIBRARY_PATH.
+    marker = joinpath(@__DIR__, "..", "deps", "libhvd_dir")
+    isfile(marker) && pushfirst!(Libdl.DL_LOAD_PATH, normpath(joinpath(@__DIR__, "..", readchomp(marker))))
     dir = get(ENV, "HVD_LIBRARY_DIR", "")
     isempty(dir) || pushfirst!(Libdl.DL_LOAD_PATH, dir)
 end

@@ -1,0 +1,47 @@
+// A ControlChannel over an MPI communicator of its own (a duplicate, so its
+// messages never match data traffic or the application's). Sends are
+// MPI_Isend with the bytes kept until they complete; receiving probes for
+// any source (matched probes, safe next to other threads' MPI calls). MPI
+// cannot wake a sleeping thread, so the set's loop calls Receive while it
+// expects a message and sleeps otherwise.
+#pragma once
+
+#include <mpi.h>
+
+#include <list>
+#include <string>
+#include <vector>
+
+#include "core/backends/control_channel.h"
+
+namespace hvd {
+
+class MpiChannel : public ControlChannel {
+ public:
+  // Takes ownership of `comm` (freed in the destructor).
+  explicit MpiChannel(MPI_Comm comm);
+  ~MpiChannel() override;
+  MpiChannel(const MpiChannel&) = delete;
+  MpiChannel& operator=(const MpiChannel&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Status Send(int peer, std::string bytes) override;
+  Status Receive(std::vector<ChannelMessage>* out) override;
+  void PollFds(std::vector<PollFd>*) const override {}
+  bool needs_polling() const override { return size_ > 1; }
+
+ private:
+  struct Outgoing {
+    std::string bytes;
+    MPI_Request request;
+  };
+  Status ReapSends();
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::list<Outgoing> sending_;  // stable addresses while MPI reads them
+};
+
+}  // namespace hvd
