@@ -48,7 +48,8 @@ Status ChooseBackends(const InitArgs& args, const Config& config, const BackendE
       args.controller != BackendChoice::kAuto ? args.controller : config.controller;
   if (args.use_mpi_comm) {
     if (ctrl_choice == BackendChoice::kGloo) {
-      return Status::Invalid("hvd_init_mpi_comm needs the MPI controller, but Gloo was requested");
+      return Status::Invalid(
+          "running on an MPI communicator needs the MPI controller, but Gloo was requested");
     }
     ctrl_choice = BackendChoice::kMpi;
   }
@@ -256,9 +257,9 @@ Status Runtime::Shutdown() {
   // collective); a coordinator that does not answer is given up on.
   for (SetLoop* loop : loops) {
     if (!WaitFinished(*loop, config_.gloo_timeout_seconds)) {
-      HVD_LOG(kError) << "hvd_shutdown: the coordinator did not confirm the shutdown within "
+      HVD_LOG(kError) << "shutdown: the coordinator did not confirm it within "
                       << config_.gloo_timeout_seconds << " s; leaving without it";
-      loop->Abandon(Status::ShutDown("hvd has been shut down (hvd_shutdown) on this rank"));
+      loop->Abandon(Status::ShutDown("hvd has been shut down on this rank"));
     }
     loop->Join();
   }

@@ -352,7 +352,7 @@ Status SetLoop::FinalStatus(const Status& fatal) const {
     if (r != ps_.rank() && r >= 0 && r < ps_.size()) others.push_back(ps_.ranks[r]);
   }
   if (stop_reported_ || others.empty()) {
-    return Status::ShutDown("hvd has been shut down (hvd_shutdown) on this rank");
+    return Status::ShutDown("hvd has been shut down on this rank");
   }
   Status s = Status::ShutDown(
       "hvd was shut down by rank" + std::string(others.size() > 1 ? "s " : " ") +
