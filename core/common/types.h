@@ -70,6 +70,4 @@ DLDataType ToDLDataType(DataType dt);
 Status FromDLDevice(DLDevice in, Device* out);
 DLDevice ToDLDevice(const Device& d);
 
-bool IsFloatingPoint(DataType dt);
-
 }  // namespace hvd

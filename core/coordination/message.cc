@@ -13,19 +13,32 @@ bool ReadEnum(WireReader* r, E* out, int limit) {
   return true;
 }
 
+// The operation's parameters, which Request and Response share in this order.
+template <typename T>
+void EncodeParams(const T& x, WireWriter* w) {
+  w->U8(static_cast<uint8_t>(x.dtype));
+  w->U8(static_cast<uint8_t>(x.reduce_op));
+  w->U8(static_cast<uint8_t>(x.device.kind));
+  w->I32(x.device.id);
+  w->I32(x.root);
+  w->F64(x.prescale);
+  w->F64(x.postscale);
+}
+
+template <typename T>
+bool DecodeParams(WireReader* r, T* x) {
+  return ReadEnum(r, &x->dtype, kNumDataTypes) && ReadEnum(r, &x->reduce_op, kNumReduceOps) &&
+         ReadEnum(r, &x->device.kind, 2) && r->I32(&x->device.id) && r->I32(&x->root) &&
+         r->F64(&x->prescale) && r->F64(&x->postscale);
+}
+
 }  // namespace
 
 void EncodeRequest(const Request& q, WireWriter* w) {
   w->I32(q.rank);
   w->I32(q.process_set);
   w->U8(static_cast<uint8_t>(q.type));
-  w->U8(static_cast<uint8_t>(q.dtype));
-  w->U8(static_cast<uint8_t>(q.reduce_op));
-  w->U8(static_cast<uint8_t>(q.device.kind));
-  w->I32(q.device.id);
-  w->I32(q.root);
-  w->F64(q.prescale);
-  w->F64(q.postscale);
+  EncodeParams(q, w);
   w->I64Vec(q.shape);
   w->Str(q.name);
   w->I32Vec(q.splits);
@@ -36,11 +49,8 @@ void EncodeRequest(const Request& q, WireWriter* w) {
 
 bool DecodeRequest(WireReader* r, Request* q) {
   return r->I32(&q->rank) && r->I32(&q->process_set) && ReadEnum(r, &q->type, kNumOpTypes) &&
-         ReadEnum(r, &q->dtype, kNumDataTypes) && ReadEnum(r, &q->reduce_op, kNumReduceOps) &&
-         ReadEnum(r, &q->device.kind, 2) && r->I32(&q->device.id) && r->I32(&q->root) &&
-         r->F64(&q->prescale) && r->F64(&q->postscale) && r->I64Vec(&q->shape) &&
-         r->Str(&q->name) && r->I32Vec(&q->splits) && r->Str(&q->group) && r->I32(&q->group_size) &&
-         r->I32Vec(&q->set_ranks);
+         DecodeParams(r, q) && r->I64Vec(&q->shape) && r->Str(&q->name) && r->I32Vec(&q->splits) &&
+         r->Str(&q->group) && r->I32(&q->group_size) && r->I32Vec(&q->set_ranks);
 }
 
 int64_t Request::NumElements() const {
@@ -61,13 +71,7 @@ void EncodeResponse(const Response& s, WireWriter* w) {
   for (const auto& n : s.names) w->Str(n);
   w->I32(static_cast<int32_t>(s.error_code));
   w->Str(s.error);
-  w->U8(static_cast<uint8_t>(s.dtype));
-  w->U8(static_cast<uint8_t>(s.reduce_op));
-  w->U8(static_cast<uint8_t>(s.device.kind));
-  w->I32(s.device.id);
-  w->I32(s.root);
-  w->F64(s.prescale);
-  w->F64(s.postscale);
+  EncodeParams(s, w);
   w->I64Vec(s.sizes);
   w->I64Vec(s.shape);
   w->I32Vec(s.joined_ranks);
@@ -85,10 +89,7 @@ bool DecodeResponse(WireReader* r, Response* s) {
   int32_t code;
   if (!r->I32(&code) || code > 1 || code < -10) return false;
   s->error_code = static_cast<Code>(code);
-  return r->Str(&s->error) && ReadEnum(r, &s->dtype, kNumDataTypes) &&
-         ReadEnum(r, &s->reduce_op, kNumReduceOps) && ReadEnum(r, &s->device.kind, 2) &&
-         r->I32(&s->device.id) && r->I32(&s->root) && r->F64(&s->prescale) &&
-         r->F64(&s->postscale) && r->I64Vec(&s->sizes) && r->I64Vec(&s->shape) &&
+  return r->Str(&s->error) && DecodeParams(r, s) && r->I64Vec(&s->sizes) && r->I64Vec(&s->shape) &&
          r->I32Vec(&s->joined_ranks) && r->I32Vec(&s->set_ranks) && r->I32(&s->last_joined);
 }
 

@@ -47,10 +47,12 @@ struct Response {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
-  // Per tensor, in names order:
-  //  allreduce/broadcast/reducescatter: element count, then the shape;
-  //  allgather: dim0 of every rank (size entries) per tensor;
-  //  alltoall: the size x size split matrix (row = sender).
+  // Per tensor, in names order (fusion concatenates the tensors' runs):
+  //  allreduce/broadcast/reducescatter: its element count (one entry);
+  //  allgather: the elements of one row (dims 1..n multiplied), then dim 0
+  //    of every rank of the set (1 + size entries);
+  //  alltoall (never fused): the elements of one row, then the size x size
+  //    matrix of rows sent, row = sender, column = receiver (1 + size^2).
   std::vector<int64_t> sizes;
   std::vector<int64_t> shape;  // single-tensor shape (for joined ranks and results)
   std::vector<int32_t> joined_ranks;

@@ -154,6 +154,12 @@ struct KVServer::Impl {
   KVServerStats stats;
 
   void Run();
+  // The descriptors to poll (wake pipe, listener, connections) and the
+  // poll timeout in ms (-1: none) from the nearest deadline.
+  int PollSet(std::vector<pollfd>* fds, std::vector<Conn*>* polled);
+  void ExpireDeadlines();
+  void ProcessParkedInput();
+  void ReapClosed();
   void Accept();
   bool ShedOldestUnauthenticated();
   void OnReadable(Conn* c);
@@ -249,29 +255,7 @@ void KVServer::Impl::Run() {
   std::vector<pollfd> fds;
   std::vector<Conn*> polled;
   while (!stop) {
-    fds.clear();
-    polled.clear();
-    fds.push_back({wake_read.get(), POLLIN, 0});
-    const bool accepting = accept_paused.Expired();
-    fds.push_back({listen_fd.get(), static_cast<short>(accepting ? POLLIN : 0), 0});
-    int timeout = -1;
-    auto merge = [&timeout](const Deadline& d) {
-      int t = d.PollTimeoutMs();
-      if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
-    };
-    if (!accepting) merge(accept_paused);
-    for (auto& entry : conns) {
-      Conn* c = entry.second.get();
-      short events = 0;
-      // A client waits for each reply, so while a request is parked there is
-      // nothing to read; not polling gives natural back-pressure.
-      if (!c->pending && !c->closing) events |= POLLIN;
-      if (!c->out.empty()) events |= POLLOUT;
-      fds.push_back({c->fd.get(), events, 0});
-      polled.push_back(c);
-      if (!c->authenticated) merge(c->handshake_deadline);
-      if (c->pending) merge(c->pending_deadline);
-    }
+    const int timeout = PollSet(&fds, &polled);
     int r = ::poll(fds.data(), fds.size(), timeout);
     if (r < 0 && errno != EINTR) {
       std::fprintf(stderr, "hvd rendezvous: poll failed: %s\n", ErrnoString(errno).c_str());
@@ -289,44 +273,82 @@ void KVServer::Impl::Run() {
       if (rev & (POLLIN | POLLHUP | POLLERR)) OnReadable(c);
       if (!c->out.empty() && (rev & POLLOUT)) OnWritable(c);
     }
-    // Timeouts: handshakes that never finished, parked requests that expired.
-    for (auto& entry : conns) {
-      Conn* c = entry.second.get();
-      if (!c->authenticated && !c->closing && c->handshake_deadline.Expired()) {
-        Drop(c, "no authentication in time",
-             "no authentication within " + std::to_string(static_cast<int>(kHandshakeSeconds)) +
-                 " s",
-             true);
-      } else if (c->pending && !TryComplete(c) && c->pending_deadline.Expired()) {
-        Message reply;
-        reply.type = MsgType::kTimeout;
-        for (const auto& k : c->pending_msg.keys) {
-          if (!store.count(k)) reply.keys.push_back(k);
-        }
-        c->pending = false;
-        Reply(c, c->pending_counter, reply);
-      }
-    }
-    // Frames that arrived behind a request that was parked at the time.
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (auto& entry : conns) {
-        Conn* c = entry.second.get();
-        if (c->fd.valid() && !c->pending && c->in_offset < c->in.size()) {
-          size_t before = c->in_offset + c->in.size();
-          ProcessInput(c);
-          progress |= c->fd.valid() && c->in_offset + c->in.size() != before;
-        }
-      }
-    }
-    for (auto it = conns.begin(); it != conns.end();) {
-      Conn* c = it->second.get();
-      bool gone = !c->fd.valid() || (c->closing && c->out.empty());
-      it = gone ? conns.erase(it) : std::next(it);
-    }
+    ExpireDeadlines();
+    ProcessParkedInput();
+    ReapClosed();
     // Last, so that shedding may erase connections: `polled` is dead here.
     if (r > 0 && (fds[1].revents & POLLIN)) Accept();
+  }
+}
+
+int KVServer::Impl::PollSet(std::vector<pollfd>* fds, std::vector<Conn*>* polled) {
+  fds->clear();
+  polled->clear();
+  fds->push_back({wake_read.get(), POLLIN, 0});
+  const bool accepting = accept_paused.Expired();
+  fds->push_back({listen_fd.get(), static_cast<short>(accepting ? POLLIN : 0), 0});
+  int timeout = -1;
+  auto merge = [&timeout](const Deadline& d) {
+    int t = d.PollTimeoutMs();
+    if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+  };
+  if (!accepting) merge(accept_paused);
+  for (auto& entry : conns) {
+    Conn* c = entry.second.get();
+    short events = 0;
+    // A client waits for each reply, so while a request is parked there is
+    // nothing to read; not polling gives natural back-pressure.
+    if (!c->pending && !c->closing) events |= POLLIN;
+    if (!c->out.empty()) events |= POLLOUT;
+    fds->push_back({c->fd.get(), events, 0});
+    polled->push_back(c);
+    if (!c->authenticated) merge(c->handshake_deadline);
+    if (c->pending) merge(c->pending_deadline);
+  }
+  return timeout;
+}
+
+// Handshakes that never finished, parked requests that expired.
+void KVServer::Impl::ExpireDeadlines() {
+  for (auto& entry : conns) {
+    Conn* c = entry.second.get();
+    if (!c->authenticated && !c->closing && c->handshake_deadline.Expired()) {
+      Drop(c, "no authentication in time",
+           "no authentication within " + std::to_string(static_cast<int>(kHandshakeSeconds)) + " s",
+           true);
+    } else if (c->pending && !TryComplete(c) && c->pending_deadline.Expired()) {
+      Message reply;
+      reply.type = MsgType::kTimeout;
+      for (const auto& k : c->pending_msg.keys) {
+        if (!store.count(k)) reply.keys.push_back(k);
+      }
+      c->pending = false;
+      Reply(c, c->pending_counter, reply);
+    }
+  }
+}
+
+// Frames that arrived behind a request that was parked at the time.
+void KVServer::Impl::ProcessParkedInput() {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (auto& entry : conns) {
+      Conn* c = entry.second.get();
+      if (c->fd.valid() && !c->pending && c->in_offset < c->in.size()) {
+        size_t before = c->in_offset + c->in.size();
+        ProcessInput(c);
+        progress |= c->fd.valid() && c->in_offset + c->in.size() != before;
+      }
+    }
+  }
+}
+
+void KVServer::Impl::ReapClosed() {
+  for (auto it = conns.begin(); it != conns.end();) {
+    Conn* c = it->second.get();
+    bool gone = !c->fd.valid() || (c->closing && c->out.empty());
+    it = gone ? conns.erase(it) : std::next(it);
   }
 }
 

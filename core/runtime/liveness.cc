@@ -4,17 +4,15 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
-#include <cstdlib>
-
 #include "core/rendezvous/socket_util.h"
 
 namespace hvd {
 
-std::string ReachableAddress() {
-  if (const char* addr = std::getenv("HVD_RENDEZVOUS_ADDR")) {
-    const char* port = std::getenv("HVD_RENDEZVOUS_PORT");
+std::string ReachableAddress(const RendezvousEndpoint& store) {
+  if (store.set) {
     std::string ip;
-    if (rendezvous::LocalAddressTowards(addr, port ? port : "0", &ip).ok() &&
+    if (rendezvous::LocalAddressTowards(store.addr, store.port.empty() ? "0" : store.port, &ip)
+            .ok() &&
         ip.find(':') == std::string::npos) {
       return ip;
     }
@@ -36,15 +34,16 @@ std::string ReachableAddress() {
   return ip;
 }
 
-Status Liveness::Start(Comm* world, std::vector<std::string> hosts, ProbeServer::Answer answer,
-                       std::unique_ptr<Liveness>* out) {
+Status Liveness::Start(Comm* world, const RendezvousEndpoint& store, std::vector<std::string> hosts,
+                       ProbeServer::Answer answer, std::unique_ptr<Liveness>* out) {
   std::string token = world->rank() == 0 ? NewProbeToken() : std::string();
   HVD_RETURN_IF_ERROR(BroadcastBytes(*world, &token, 0));
   std::unique_ptr<ProbeServer> server;
   // A rank that cannot listen still takes part (with an empty address):
   // probes then call it unreachable instead of failing init.
   const Status s = ProbeServer::Start(token, std::move(answer), &server);
-  const std::string mine = s.ok() ? ReachableAddress() + ":" + std::to_string(server->port()) : "";
+  const std::string mine =
+      s.ok() ? ReachableAddress(store) + ":" + std::to_string(server->port()) : "";
   std::vector<std::string> addresses;
   HVD_RETURN_IF_ERROR(AllgatherBytes(*world, mine, &addresses));
   *out = std::make_unique<Liveness>(std::move(server), std::move(token), std::move(addresses),

@@ -10,15 +10,17 @@
 #include <vector>
 
 #include "core/backends/comm.h"
+#include "core/common/launch_env.h"
 #include "core/observability/peer_probe.h"
 
 namespace hvd {
 
 class Liveness {
  public:
-  // Collective over `world`. `hosts` are the world ranks' host names.
-  static Status Start(Comm* world, std::vector<std::string> hosts, ProbeServer::Answer answer,
-                      std::unique_ptr<Liveness>* out);
+  // Collective over `world`. `hosts` are the world ranks' host names;
+  // `store` (hvdrun's, when set) picks the address the others reach.
+  static Status Start(Comm* world, const RendezvousEndpoint& store, std::vector<std::string> hosts,
+                      ProbeServer::Answer answer, std::unique_ptr<Liveness>* out);
 
   struct Peer {
     int rank;  // world rank
@@ -45,6 +47,6 @@ class Liveness {
 // An address of this host other ranks can reach: the one towards the
 // rendezvous server when there is one, else the first non-loopback IPv4
 // address, else 127.0.0.1.
-std::string ReachableAddress();
+std::string ReachableAddress(const RendezvousEndpoint& store);
 
 }  // namespace hvd

@@ -10,12 +10,13 @@
 
 #include "core/backends/comm.h"
 #include "core/backends/control_channel.h"
+#include "core/common/config.h"
 #include "core/coordination/fusion.h"
 #include "core/runtime/tensor_queue.h"
 
 namespace hvd {
 
-class GpuSet;   // core/gpu/gpu_exec.cc
+class GpuSet;   // core/gpu/gpu_exec.h
 class SetLoop;  // core/runtime/set_loop.h
 
 struct ProcessSet {
@@ -37,6 +38,9 @@ struct ProcessSet {
   std::shared_ptr<GpuSet> gpu;
   // Last: the loop uses everything above until it is joined.
   std::unique_ptr<SetLoop> loop;
+
+  // The set's GPU state, made on first use (CUDA builds only).
+  GpuSet& Gpu(const Config& config);
 
   bool member() const { return controller_comm != nullptr; }
   int rank() const { return member() ? controller_comm->rank() : -1; }

@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "core/backends/registry.h"
-#include "core/common/launcher_env.h"
 #include "core/common/logging.h"
 #include "core/runtime/set_loop.h"
 
@@ -17,18 +16,6 @@ namespace hvd {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// What identifies this rank's host when computing local ranks: the launcher's
-// name for it where there is one (hosts emulated by network namespaces share
-// one kernel hostname), else the kernel's.
-std::string HostKey() {
-  for (const char* var : {"HVD_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME"}) {
-    if (const char* h = std::getenv(var)) return h;
-  }
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
 
 // CLOCK_MONOTONIC at tick resolution: the same time base as steady_clock.
 Clock::time_point CoarseNow() {
@@ -42,14 +29,6 @@ Clock::time_point CoarseNow() {
   return Clock::now();
 }
 
-const BackendEntry* ChooseBackend(BackendChoice choice) {
-  if (choice != BackendChoice::kAuto) return FindBackend(choice);
-  for (const auto& e : Backends()) {
-    if (e.launched_by_env()) return &e;
-  }
-  return Backends().empty() ? nullptr : &Backends().front();
-}
-
 // Waits for a loop to end by itself, up to `seconds`.
 bool WaitFinished(const SetLoop& loop, double seconds) {
   const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -58,6 +37,68 @@ bool WaitFinished(const SetLoop& loop, double seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return loop.finished();
+}
+
+// The controller's and the CPU operations' backends: init options first,
+// then HVD_CONTROLLER / HVD_CPU_OPERATIONS; AUTO picks the backend whose
+// launcher started the job, else the first built.
+Status ChooseBackends(const InitArgs& args, const Config& config, const BackendEntry** ctrl,
+                      const BackendEntry** data) {
+  BackendChoice ctrl_choice =
+      args.controller != BackendChoice::kAuto ? args.controller : config.controller;
+  if (args.use_mpi_comm) {
+    if (ctrl_choice == BackendChoice::kGloo) {
+      return Status::Invalid(
+          "running on an MPI communicator needs the MPI controller, but Gloo was requested");
+    }
+    ctrl_choice = BackendChoice::kMpi;
+  }
+  *ctrl = nullptr;
+  if (ctrl_choice == BackendChoice::kAuto) {
+    for (const auto& e : Backends()) {
+      if (e.launched_by_env(config.launch)) {
+        *ctrl = &e;
+        break;
+      }
+    }
+    if (!*ctrl && !Backends().empty()) *ctrl = &Backends().front();
+  } else {
+    *ctrl = FindBackend(ctrl_choice);
+  }
+  if (!*ctrl) {
+    return Status::Unsupported(
+        std::string("the requested controller backend is not built into this libhvd ") +
+        "(see hvdrun --check-build)");
+  }
+  BackendChoice data_choice =
+      args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations : config.cpu_operations;
+  *data = data_choice == BackendChoice::kAuto ? *ctrl : FindBackend(data_choice);
+  if (!*data) {
+    return Status::Unsupported(
+        "the requested CPU operations backend is not built into this libhvd");
+  }
+  return Status::OK();
+}
+
+// The world's communicators; one shared Comm when both backends are the same.
+Status CreateComms(const InitArgs& args, const Config& config, const BackendEntry& ctrl_entry,
+                   const BackendEntry& data_entry, std::shared_ptr<Comm>* ctrl,
+                   std::shared_ptr<Comm>* data) {
+  CommInitArgs cargs;
+  cargs.config = &config;
+  cargs.use_mpi_comm = args.use_mpi_comm;
+  cargs.mpi_comm = args.mpi_comm;
+  std::unique_ptr<Comm> ctrl_comm, data_comm;
+  HVD_RETURN_IF_ERROR(ctrl_entry.create_world(cargs, &ctrl_comm));
+  *ctrl = std::shared_ptr<Comm>(std::move(ctrl_comm));
+  *data = *ctrl;
+  if (&data_entry == &ctrl_entry) return Status::OK();
+  HVD_RETURN_IF_ERROR(data_entry.create_world(cargs, &data_comm));
+  *data = std::shared_ptr<Comm>(std::move(data_comm));
+  if ((*data)->size() != (*ctrl)->size() || (*data)->rank() != (*ctrl)->rank()) {
+    return Status::Invalid("the controller and CPU-operations backends disagree on rank/size");
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -79,7 +120,7 @@ std::string Runtime::AutoName(OpType type, int32_t set) {
 }
 
 Status Runtime::ComputeTopology(Comm* comm) {
-  HVD_RETURN_IF_ERROR(AllgatherBytes(*comm, HostKey(), &hosts_));
+  HVD_RETURN_IF_ERROR(AllgatherBytes(*comm, config_.launch.host, &hosts_));
   Topology t;
   t.rank = comm->rank();
   t.size = comm->size();
@@ -106,46 +147,16 @@ Status Runtime::ComputeTopology(Comm* comm) {
 }
 
 Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* out) {
-  BackendChoice ctrl_choice =
-      args.controller != BackendChoice::kAuto ? args.controller : config_.controller;
-  if (args.use_mpi_comm) {
-    if (ctrl_choice == BackendChoice::kGloo) {
-      return Status::Invalid("hvd_init_mpi_comm needs the MPI controller, but Gloo was requested");
-    }
-    ctrl_choice = BackendChoice::kMpi;
-  }
-  const BackendEntry* ctrl_entry = ChooseBackend(ctrl_choice);
-  if (!ctrl_entry) {
-    return Status::Unsupported(
-        std::string("the requested controller backend is not built into this libhvd ") +
-        "(see hvdrun --check-build)");
-  }
-  const BackendChoice data_choice =
-      args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations : config_.cpu_operations;
-  const BackendEntry* data_entry =
-      data_choice == BackendChoice::kAuto ? ctrl_entry : FindBackend(data_choice);
-  if (!data_entry) {
-    return Status::Unsupported(
-        "the requested CPU operations backend is not built into this libhvd");
-  }
-  CommInitArgs cargs;
-  cargs.config = &config_;
-  cargs.use_mpi_comm = args.use_mpi_comm;
-  cargs.mpi_comm = args.mpi_comm;
-  std::unique_ptr<Comm> ctrl_comm, data_comm;
-  HVD_RETURN_IF_ERROR(ctrl_entry->create_world(cargs, &ctrl_comm));
-  // A caller's own communicator and elastic rounds may legitimately hold one rank.
-  if (!args.use_mpi_comm && !config_.elastic) HVD_RETURN_IF_ERROR(CheckNotAlone(ctrl_comm->size()));
+  const BackendEntry* ctrl_entry = nullptr;
+  const BackendEntry* data_entry = nullptr;
+  HVD_RETURN_IF_ERROR(ChooseBackends(args, config_, &ctrl_entry, &data_entry));
   auto world = std::make_unique<ProcessSet>();
-  world->controller_comm = std::shared_ptr<Comm>(std::move(ctrl_comm));
-  world->data_comm = world->controller_comm;
-  if (data_entry != ctrl_entry) {
-    HVD_RETURN_IF_ERROR(data_entry->create_world(cargs, &data_comm));
-    world->data_comm = std::shared_ptr<Comm>(std::move(data_comm));
-    if (world->data_comm->size() != world->controller_comm->size() ||
-        world->data_comm->rank() != world->controller_comm->rank()) {
-      return Status::Invalid("the controller and CPU-operations backends disagree on rank/size");
-    }
+  HVD_RETURN_IF_ERROR(CreateComms(args, config_, *ctrl_entry, *data_entry, &world->controller_comm,
+                                  &world->data_comm));
+  // A caller's own communicator and elastic rounds may legitimately hold one rank.
+  if (!args.use_mpi_comm && !config_.elastic) {
+    HVD_RETURN_IF_ERROR(CheckNotAlone(config_.launch, world->controller_comm->size(),
+                                      FindBackend(BackendChoice::kMpi) != nullptr));
   }
   HVD_RETURN_IF_ERROR(ComputeTopology(world->controller_comm.get()));
   HVD_RETURN_IF_ERROR(
@@ -181,7 +192,7 @@ Status Runtime::Init(const InitArgs& args) {
   HVD_RETURN_IF_ERROR(CreateWorld(args, &world));
   SetLogRank(topo_.rank);
   HVD_RETURN_IF_ERROR(Liveness::Start(
-      world->controller_comm.get(), hosts_,
+      world->controller_comm.get(), config_.launch.rendezvous, hosts_,
       [this](const ProbeQuestion& q) { return DescribeSelf(q); }, &liveness_));
   tuned_.fusion_threshold_bytes = config_.fusion_threshold_bytes;
   tuned_.cycle_time_ms = config_.cycle_time_ms;
@@ -247,9 +258,9 @@ Status Runtime::Shutdown() {
   // collective); a coordinator that does not answer is given up on.
   for (SetLoop* loop : loops) {
     if (!WaitFinished(*loop, config_.gloo_timeout_seconds)) {
-      HVD_LOG(kError) << "hvd_shutdown: the coordinator did not confirm the shutdown within "
+      HVD_LOG(kError) << "shutdown: the coordinator did not confirm it within "
                       << config_.gloo_timeout_seconds << " s; leaving without it";
-      loop->Abandon(Status::ShutDown("hvd has been shut down (hvd_shutdown) on this rank"));
+      loop->Abandon(Status::ShutDown("hvd has been shut down on this rank"));
     }
     loop->Join();
   }

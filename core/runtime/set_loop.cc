@@ -352,7 +352,7 @@ Status SetLoop::FinalStatus(const Status& fatal) const {
     if (r != ps_.rank() && r >= 0 && r < ps_.size()) others.push_back(ps_.ranks[r]);
   }
   if (stop_reported_ || others.empty()) {
-    return Status::ShutDown("hvd has been shut down (hvd_shutdown) on this rank");
+    return Status::ShutDown("hvd has been shut down on this rank");
   }
   Status s = Status::ShutDown(
       "hvd was shut down by rank" + std::string(others.size() > 1 ? "s " : " ") +
@@ -387,7 +387,7 @@ Status SetLoop::RunCollective(const Response& response, std::vector<TensorEntry*
 #ifdef HVD_HAVE_CUDA
   } else if (response.device.kind == DeviceKind::kCUDA) {
     // Picks hvd's stream, the GPU communicator and device memory ops.
-    s = ExecuteOnGpu(ps_, runtime_.config(), response, entries, ctx, exec);
+    s = ExecuteOnGpu(ps_.Gpu(runtime_.config()), response, entries, ctx, exec);
 #endif
   } else {
     s = exec(ctx, response, entries);

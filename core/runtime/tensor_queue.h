@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/runtime/tensor_entry.h"
+#include "core/tensor/tensor_entry.h"
 
 namespace hvd {
 

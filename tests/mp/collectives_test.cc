@@ -447,6 +447,7 @@ TEST(Errors, InvalidArgumentsAreStatusCodes) {
   EXPECT_EQ(hvd_release(h), HVD_OK);
   EXPECT_EQ(hvd_release(h), HVD_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hvd_last_error()).find("already released"), std::string::npos);
+  EXPECT_NE(std::string(hvd_last_error()).find("hvd_release: unknown handle"), std::string::npos);
   EXPECT_EQ(hvd_poll(h), HVD_ERR_INVALID_ARGUMENT);
   EXPECT_STRNE(hvd_status_string(HVD_ERR_MISMATCH), "");
   EXPECT_EQ(hvd_init(), HVD_ERR_ALREADY_INITIALIZED);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/common/config.h"
+#include "core/common/dtype_dispatch.h"
 #include "core/common/half.h"
 #include "core/common/reduce.h"
 #include "core/coordination/fusion.h"
@@ -258,6 +259,94 @@ TEST(Config, DefaultsAliasesAndErrors) {
   unsetenv("HVD_LOG_LEVEL");
   unsetenv("HVD_FUSION_THRESHOLD");
   unsetenv("HOROVOD_FUSION_THRESHOLD");
+}
+
+// Settings read once by Config: a bad value is an error naming the variable
+// and the value (the GPU timeout used to fall back to 600 silently).
+TEST(Config, GpuAndElasticSettingsAreValidated) {
+  Config c;
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.gpu_timeout_seconds, 600.0);
+  EXPECT_EQ(c.gpu_operations, GpuOperations::kAuto);
+  EXPECT_EQ(c.elastic_timeout_seconds, 600.0);
+  setenv("HVD_GPU_TIMEOUT_SECONDS", "ten", 1);
+  Status s = Config::FromEnvironment(&c);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("HVD_GPU_TIMEOUT_SECONDS='ten'"), std::string::npos) << s.message();
+  setenv("HVD_GPU_TIMEOUT_SECONDS", "0", 1);  // 0: no limit
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.gpu_timeout_seconds, 0.0);
+  unsetenv("HVD_GPU_TIMEOUT_SECONDS");
+  setenv("HOROVOD_GPU_OPERATIONS", "MPI", 1);
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.gpu_operations, GpuOperations::kStaging);
+  setenv("HOROVOD_GPU_OPERATIONS", "nvlink", 1);
+  s = Config::FromEnvironment(&c);
+  EXPECT_NE(s.message().find("HVD_GPU_OPERATIONS='nvlink'"), std::string::npos) << s.message();
+  unsetenv("HOROVOD_GPU_OPERATIONS");
+  setenv("HVD_ELASTIC_TIMEOUT", "0", 1);
+  s = Config::FromEnvironment(&c);
+  EXPECT_NE(s.message().find("HVD_ELASTIC_TIMEOUT='0'"), std::string::npos) << s.message();
+  unsetenv("HVD_ELASTIC_TIMEOUT");
+}
+
+// The launcher's variables: one host rule, the first rank/size pair, the
+// rendezvous store.
+TEST(LaunchEnv, HostRankPairsAndStore) {
+  for (const char* v :
+       {"HVD_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME", "HVD_RANK", "HVD_SIZE", "HOROVOD_RANK",
+        "HOROVOD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+        "SLURM_PROCID", "SLURM_NTASKS", "HVD_RENDEZVOUS_ADDR"}) {
+    unsetenv(v);
+  }
+  setenv("SLURMD_NODENAME", "slurm-node", 1);
+  EXPECT_EQ(HostKey(), "slurm-node");
+  setenv("PMIX_HOSTNAME", "pmix-node", 1);
+  EXPECT_EQ(HostKey(), "pmix-node");
+  setenv("HVD_HOSTNAME", "hvd-node", 1);
+  EXPECT_EQ(LaunchEnv::FromEnvironment().host, "hvd-node");
+
+  LaunchEnv e = LaunchEnv::FromEnvironment();
+  EXPECT_FALSE(e.has_rank);
+  EXPECT_FALSE(e.rendezvous.set);
+  setenv("PMI_RANK", "2", 1);
+  setenv("PMI_SIZE", "4", 1);
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);  // an earlier pair, half set: an error
+  e = LaunchEnv::FromEnvironment();
+  EXPECT_NE(e.rank_error.message().find("OMPI_COMM_WORLD_RANK=1 / OMPI_COMM_WORLD_SIZE=(unset)"),
+            std::string::npos)
+      << e.rank_error.message();
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  e = LaunchEnv::FromEnvironment();
+  EXPECT_TRUE(e.rank_error.ok());
+  EXPECT_TRUE(e.has_rank && e.rank == 2 && e.size == 4 && e.mpi_launched);
+  setenv("HVD_RENDEZVOUS_ADDR", "10.0.0.1", 1);
+  EXPECT_TRUE(LaunchEnv::FromEnvironment().rendezvous.set);
+  for (const char* v : {"HVD_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME", "PMI_RANK", "PMI_SIZE",
+                        "HVD_RENDEZVOUS_ADDR"}) {
+    unsetenv(v);
+  }
+}
+
+// Every DataType converts to DLPack and back; other DLPack types are refused.
+TEST(DataTypes, DLPackRoundTripAndRefusals) {
+  for (int i = 0; i < kNumDataTypes; ++i) {
+    const auto dt = static_cast<DataType>(i);
+    const DLDataType dl = ToDLDataType(dt);
+    EXPECT_EQ(dl.bits, DataTypeSize(dt) * 8);
+    DataType back = DataType::kUInt8;
+    ASSERT_TRUE(FromDLDataType(dl, &back).ok()) << DataTypeName(dt);
+    EXPECT_EQ(back, dt);
+  }
+  DataType out;
+  for (DLDataType bad :
+       {DLDataType{kDLFloat, 8, 1}, DLDataType{kDLUInt, 16, 1}, DLDataType{kDLBfloat, 32, 1},
+        DLDataType{kDLInt, 12, 1}, DLDataType{kDLComplex, 64, 1}, DLDataType{kDLFloat, 32, 4}}) {
+    EXPECT_EQ(FromDLDataType(bad, &out).code(), Code::kInvalidArgument);
+  }
+  EXPECT_EQ(DataTypeSize(DataType::kBFloat16), 2u);
+  EXPECT_EQ(DataTypeSize(static_cast<DataType>(200)), 0u);  // outside the enum
+  EXPECT_STREQ(DataTypeName(static_cast<DataType>(200)), "unknown");
 }
 
 TEST(Half, ConversionsRoundToNearestEven) {

@@ -27,7 +27,8 @@ TEST(HandleTable, IdsAreNeverReusedAndStaleOnesAreNamed) {
   EXPECT_NE(err.message().find("already released"), std::string::npos) << err.message();
   Status again = t.Release(a);
   EXPECT_EQ(again.code(), Code::kInvalidArgument);
-  EXPECT_NE(again.message().find("hvd_release: unknown handle"), std::string::npos);
+  // The C layer names the function (hvd_release: ...); see tests/mp.
+  EXPECT_EQ(again.message().find("unknown handle"), 0u) << again.message();
   EXPECT_EQ(t.Find(12345, &err), nullptr);
   EXPECT_EQ(err.message().find("already released"), std::string::npos);  // never issued
   EXPECT_EQ(t.Find(0, &err), nullptr);

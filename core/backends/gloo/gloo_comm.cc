@@ -69,25 +69,19 @@ void SetAllreduceOutput(Opts* opts, void* buf, size_t count, size_t elem) {
   }
 }
 
-std::string ThisHost() {
-  if (const char* h = std::getenv("HVD_HOSTNAME")) return h;
-  char buf[256] = {0};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown host";
-  return buf;
-}
-
 // After connectFullMesh: every rank publishes "world rank \n host \n its
 // Gloo address" and reads everyone else's. The address is what Gloo prints
 // in "Connection closed by peer <address>", which is how an error is mapped
 // back to a rank. Best effort: naming must never make a connect fail, so a
 // problem here only leaves the list empty.
 std::vector<PeerAddress> ExchangePeerAddresses(gloo::rendezvous::Store& store, gloo::Context& ctx,
-                                               int rank, int size, int world_rank) {
+                                               const std::string& host, int rank, int size,
+                                               int world_rank) {
   std::vector<PeerAddress> peers(size);
   try {
     const int other = rank == 0 ? 1 : 0;
     const std::string mine =
-        std::to_string(world_rank) + "\n" + ThisHost() + "\n" + ctx.getPair(other)->address().str();
+        std::to_string(world_rank) + "\n" + host + "\n" + ctx.getPair(other)->address().str();
     store.set("hvd_peer_" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
     for (int r = 0; r < size; ++r) {
       const std::vector<char> v = store.get("hvd_peer_" + std::to_string(r));
@@ -146,7 +140,7 @@ Status GlooComm::Create(std::shared_ptr<const GlooShared> shared, const std::str
       gloo::rendezvous::PrefixStore store(prefix, *shared->store);
       std::shared_ptr<gloo::transport::Device> device = shared->device;
       ctx->connectFullMesh(store, device);
-      peers = ExchangePeerAddresses(store, *ctx, rank, size, world_rank);
+      peers = ExchangePeerAddresses(store, *ctx, shared->host, rank, size, world_rank);
     }));
     context = std::move(ctx);
   }

@@ -27,7 +27,8 @@ class Device;
 namespace hvd {
 
 // What all Comms of one job share: the TCP device (one listening socket and
-// event loop), the rendezvous store used to build new contexts, the timeout.
+// event loop), the rendezvous store used to build new contexts, the timeout
+// and this rank's host name (HostKey(), launch_env.h) for error messages.
 struct GlooShared {
   std::shared_ptr<gloo::transport::Device> device;  // null only for a 1-rank job
   std::shared_ptr<gloo::rendezvous::Store> store;   // null only for a 1-rank job
@@ -36,6 +37,7 @@ struct GlooShared {
   // is shorter (Gloo's own timeout is how a collective stuck on a stopped
   // peer ends; Abort cannot reach into it).
   std::chrono::milliseconds op_timeout{30000};
+  std::string host;  // this rank's host name, as the topology computed it
   // An address of this host the other ranks can reach, for the sockets of
   // the negotiation channel (the one Gloo's device listens on).
   std::string control_host = "127.0.0.1";

@@ -2,29 +2,15 @@
 
 #include <cstring>
 
+#include "core/common/dtype_dispatch.h"
+
 namespace hvd {
 namespace {
 
 ncclDataType_t ToNccl(DataType dt) {
-  switch (dt) {
-    case DataType::kUInt8:
-      return ncclUint8;
-    case DataType::kInt8:
-      return ncclInt8;
-    case DataType::kInt32:
-      return ncclInt32;
-    case DataType::kInt64:
-      return ncclInt64;
-    case DataType::kFloat16:
-      return ncclHalf;
-    case DataType::kBFloat16:
-      return ncclBfloat16;
-    case DataType::kFloat32:
-      return ncclFloat;
-    case DataType::kFloat64:
-      return ncclDouble;
-  }
-  return ncclInt8;
+  static constexpr ncclDataType_t kTypes[] = {ncclUint8, ncclInt8,     ncclInt32, ncclInt64,
+                                              ncclHalf,  ncclBfloat16, ncclFloat, ncclDouble};
+  return PerDataType(kTypes, dt, ncclInt8);
 }
 
 ncclRedOp_t ToNccl(ReduceOp op) {

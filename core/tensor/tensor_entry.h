@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/coordination/message.h"
-#include "core/runtime/handle_state.h"
+#include "core/tensor/handle_state.h"
 
 namespace hvd {
 

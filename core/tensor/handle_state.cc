@@ -1,4 +1,4 @@
-#include "core/runtime/handle_state.h"
+#include "core/tensor/handle_state.h"
 
 namespace hvd {
 
@@ -55,7 +55,7 @@ bool HandleState::done() {
   return done_;
 }
 
-Status HandleState::Wait(int64_t timeout_ms) {
+Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {
   std::unique_lock<std::mutex> lock(mu_);
   if (done_) return status_;  // the common case after a batch: no deadline to compute
   ++waiters_;
@@ -67,8 +67,9 @@ Status HandleState::Wait(int64_t timeout_ms) {
   }
   --waiters_;
   if (!finished) {
-    return Status::Timeout("hvd_wait: the operation did not finish within " +
-                           std::to_string(timeout_ms) + " ms (it keeps running)");
+    if (timed_out) *timed_out = true;
+    return Status::Timeout("the operation did not finish within " + std::to_string(timeout_ms) +
+                           " ms (it keeps running)");
   }
   return status_;
 }

@@ -1,4 +1,4 @@
-#include "core/runtime/tensor_entry.h"
+#include "core/tensor/tensor_entry.h"
 
 namespace hvd {
 

@@ -50,8 +50,9 @@ class HandleState {
   static void CompleteAll(const std::vector<HandleState*>& states, const Status& s);
   // kInProgress until done, then the final status.
   Status Poll();
-  // timeout_ms < 0 waits forever. On timeout returns Code::kTimeout.
-  Status Wait(int64_t timeout_ms);
+  // timeout_ms < 0 waits forever. On timeout returns Code::kTimeout and sets
+  // *timed_out (when given): the operation's own status may be kTimeout too.
+  Status Wait(int64_t timeout_ms, bool* timed_out = nullptr);
   bool done();
 
   // Result of the first tensor; written only by the background thread
