@@ -77,6 +77,22 @@ class CollectivesTest {
   }
 
   @Test
+  @Order(3)
+  void adasumOrthogonalAddIdenticalAverage() {
+    // Rank r holds r + 1 at position r: orthogonal vectors, whose Adasum is their sum.
+    double[] orthogonal = new double[size];
+    orthogonal[rank] = rank + 1;
+    double[] added = Hvd.allreduce(orthogonal, ReduceOp.ADASUM);
+    for (int i = 0; i < size; i++) assertEquals(i + 1.0, added[i], 0.0, "element " + i);
+    // The same vector everywhere: Adasum of equal vectors is that vector.
+    float[] same = {0.5f, -1.25f, 3f};
+    assertArrayEquals(same, Hvd.allreduce(same.clone(), ReduceOp.ADASUM), 0f);
+    HvdException ints = assertThrows(HvdException.class, () -> Hvd.allreduce(new int[] {1}, ReduceOp.ADASUM));
+    assertEquals(Status.INVALID_ARGUMENT, ints.status());
+    assertTrue(ints.getMessage().contains("floating-point"), ints.getMessage());
+  }
+
+  @Test
   @Order(4)
   void allgatherDifferentLengthsPerRank() {
     int[] mine = new int[rank + 1]; // rank r sends r + 1 values r*10, r*10+1, ...
