@@ -2,7 +2,12 @@
 """cProfile of W4 (1000 x 1 KiB) through hvd.torch: rank 0 prints the top
 functions by own time over 20 iterations. Run under mpirun -np 2 with
 PYTHONPATH=build/python (docs/benchmarks.md, the Python path)."""
-import cProfile, pstats, io, time, torch
+import cProfile
+import io
+import pstats
+
+import torch
+
 import hvd.torch as hvd
 torch.set_num_threads(1)
 hvd.init()
