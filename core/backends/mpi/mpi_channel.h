@@ -8,12 +8,15 @@
 // Open MPI reuses a freed communicator's context id for the next duplicate,
 // and a message still in flight on the old one (a member's last report,
 // sent as the job shut down) would then match the new channel after
-// hvd_shutdown + hvd_init. Each channel therefore uses a tag of its own,
-// drawn by its rank 0 and broadcast when it is made.
+// hvd_shutdown + hvd_init, or in a new process set's. Each channel
+// therefore uses a tag of its own, drawn by its rank 0 and broadcast when it
+// is made, and is closed with a handshake that leaves nothing in flight
+// before its communicator is freed.
 #pragma once
 
 #include <mpi.h>
 
+#include <chrono>
 #include <list>
 #include <memory>
 #include <string>
@@ -45,12 +48,14 @@ class MpiChannel : public ControlChannel {
     MPI_Request request;
   };
   Status ReapSends();
+  bool CloseHandshake(std::chrono::steady_clock::time_point until);
 
   MPI_Comm comm_;
   int tag_;
   int rank_ = 0;
   int size_ = 1;
   std::list<Outgoing> sending_;  // stable addresses while MPI reads them
+  bool broken_ = false;          // an MPI call failed: no close handshake
 };
 
 }  // namespace hvd
