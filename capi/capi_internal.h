@@ -33,6 +33,15 @@ inline Runtime& RT() {
   return Runtime::Get();
 }
 
+// A C enum argument as the int the caller passed: a caller may pass any
+// value, and reading one outside the enum through the enum type from memory
+// (a lambda's reference capture) is undefined behaviour. Taken as an int at
+// the boundary, it is checked before it becomes an enum.
+template <typename E>
+int EnumValue(E e) {
+  return static_cast<int>(e);
+}
+
 // kNotInitialized naming `fn` unless hvd_init has succeeded.
 Status CheckInit(const char* fn);
 

@@ -116,10 +116,9 @@ Status ReadOutput(const char* fn, const char* what, const char* input_what, cons
   return Status::OK();
 }
 
-Status CheckReduceOp(const char* fn, hvd_reduce_op op) {
+Status CheckReduceOp(const char* fn, int op) {
   if (op < HVD_OP_SUM || op > HVD_OP_ADASUM) {
-    return Status::Invalid(std::string(fn) + ": unknown reduce op " +
-                           std::to_string(static_cast<int>(op)));
+    return Status::Invalid(std::string(fn) + ": unknown reduce op " + std::to_string(op));
   }
   return Status::OK();
 }
@@ -174,14 +173,14 @@ HandleState::Callback MakeCallback(const hvd_op_options& o) {
       [fn, user](int64_t id, const Status& s) { fn(id, static_cast<hvd_status>(s.code()), user); };
 }
 
-Status CheckScatterOp(const char* fn, hvd_reduce_op op) {
+Status CheckScatterOp(const char* fn, int op) {
   if (op != HVD_OP_SUM && op != HVD_OP_AVERAGE) {
     return Status::Invalid(std::string(fn) + ": only HVD_OP_SUM and HVD_OP_AVERAGE are supported");
   }
   return Status::OK();
 }
 
-Status NoOpCheck(const char*, hvd_reduce_op) {
+Status NoOpCheck(const char*, int) {
   return Status::OK();
 }
 
@@ -189,7 +188,7 @@ Status NoOpCheck(const char*, hvd_reduce_op) {
 // initialised, valid options, a valid reduce op (check_op; NoOpCheck for
 // operations without one), a valid input tensor.
 template <typename OpCheck>
-Status ReadCommon(const char* fn, const hvd_op_options* opts, OpCheck check_op, hvd_reduce_op op,
+Status ReadCommon(const char* fn, const hvd_op_options* opts, OpCheck check_op, int op,
                   const DLTensor* input, const char* input_what, hvd_op_options* o,
                   TensorEntry* e) {
   HVD_RETURN_IF_ERROR(CheckInit(fn));
@@ -198,7 +197,7 @@ Status ReadCommon(const char* fn, const hvd_op_options* opts, OpCheck check_op, 
   return ReadTensor(fn, input_what, input, e);
 }
 
-hvd_status Allreduce(const char* name, const DLTensor* input, DLTensor* output, hvd_reduce_op op,
+hvd_status Allreduce(const char* name, const DLTensor* input, DLTensor* output, int op,
                      const hvd_op_options* opts, hvd_handle* handle) {
   const char* fn = "hvd_allreduce_async";
   hvd_op_options o;
@@ -215,8 +214,8 @@ hvd_status Allreduce(const char* name, const DLTensor* input, DLTensor* output, 
 }
 
 hvd_status GroupedAllreduce(const char* const* names, const DLTensor* const* inputs,
-                            DLTensor* const* outputs, int count, hvd_reduce_op op,
-                            const hvd_op_options* opts, hvd_handle* handle) {
+                            DLTensor* const* outputs, int count, int op, const hvd_op_options* opts,
+                            hvd_handle* handle) {
   const char* fn = "hvd_grouped_allreduce_async";
   hvd_op_options o;
   Status s = CheckInit(fn);
@@ -329,7 +328,7 @@ hvd_status Alltoall(const char* name, const DLTensor* input, const int32_t* spli
   return Submit(fn, &e, 1, o, handle);
 }
 
-hvd_status Reducescatter(const char* name, const DLTensor* input, hvd_reduce_op op,
+hvd_status Reducescatter(const char* name, const DLTensor* input, int op,
                          const hvd_op_options* opts, hvd_handle* handle) {
   const char* fn = "hvd_reducescatter_async";
   hvd_op_options o;
@@ -414,16 +413,18 @@ extern "C" {
 
 hvd_status hvd_allreduce_async(const char* name, const DLTensor* input, DLTensor* output,
                                hvd_reduce_op op, const hvd_op_options* opts, hvd_handle* handle) {
+  const int op_value = hvd::capi::EnumValue(op);
   return hvd::capi::Guard("hvd_allreduce_async", [&] {
-    return hvd::capi::Allreduce(name, input, output, op, opts, handle);
+    return hvd::capi::Allreduce(name, input, output, op_value, opts, handle);
   });
 }
 
 hvd_status hvd_grouped_allreduce_async(const char* const* names, const DLTensor* const* inputs,
                                        DLTensor* const* outputs, int count, hvd_reduce_op op,
                                        const hvd_op_options* opts, hvd_handle* handle) {
+  const int op_value = hvd::capi::EnumValue(op);
   return hvd::capi::Guard("hvd_grouped_allreduce_async", [&] {
-    return hvd::capi::GroupedAllreduce(names, inputs, outputs, count, op, opts, handle);
+    return hvd::capi::GroupedAllreduce(names, inputs, outputs, count, op_value, opts, handle);
   });
 }
 
@@ -449,8 +450,10 @@ hvd_status hvd_alltoall_async(const char* name, const DLTensor* input, const int
 
 hvd_status hvd_reducescatter_async(const char* name, const DLTensor* input, hvd_reduce_op op,
                                    const hvd_op_options* opts, hvd_handle* handle) {
-  return hvd::capi::Guard("hvd_reducescatter_async",
-                          [&] { return hvd::capi::Reducescatter(name, input, op, opts, handle); });
+  const int op_value = hvd::capi::EnumValue(op);
+  return hvd::capi::Guard("hvd_reducescatter_async", [&] {
+    return hvd::capi::Reducescatter(name, input, op_value, opts, handle);
+  });
 }
 
 hvd_status hvd_barrier(int32_t process_set) {

@@ -359,7 +359,11 @@ Status SetLoop::FinalStatus(const Status& fatal) const {
       JoinRanks(others) +
       " (hvd_shutdown called or the process exiting there); this rank's pending and later "
       "operations cannot run");
-  HVD_LOG(kWarning) << s.message();
+  // Only news when it costs this rank something: a set removed, or a job
+  // ending, with nothing pending here is the normal way out.
+  if (ps_.queue.PendingCount() > 0) {
+    HVD_LOG(kWarning) << s.message();
+  }
   return s;
 }
 

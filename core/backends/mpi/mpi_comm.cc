@@ -168,8 +168,7 @@ Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
 Status MpiComm::OpenControlChannel(double, std::unique_ptr<ControlChannel>* out) {
   MPI_Comm dup = MPI_COMM_NULL;
   HVD_RETURN_IF_ERROR(Check(MPI_Comm_dup(comm_, &dup), "Comm_dup (control channel)"));
-  *out = std::make_unique<MpiChannel>(dup);
-  return Status::OK();
+  return MpiChannel::Create(dup, out);
 }
 
 }  // namespace hvd
