@@ -63,10 +63,9 @@ if(HVD_WITH_CUDA)
 endif()
 
 if(NOT HVD_WITH_NCCL STREQUAL "OFF")
-  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
-  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/local/cuda/lib)
+  find_package(NCCL QUIET)  # cmake/FindNCCL.cmake: the imported target NCCL::nccl
   set(HVD_NCCL_FOUND OFF)
-  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY AND HVD_WITH_CUDA)
+  if(NCCL_FOUND AND HVD_WITH_CUDA)
     set(HVD_NCCL_FOUND ON)
   endif()
 endif()

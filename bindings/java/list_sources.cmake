@@ -7,5 +7,6 @@ set(text "")
 foreach(f IN LISTS generated handwritten)
   string(APPEND text "\"${f}\"\n")
 endforeach()
-# Rewrite only on change so javac does not rerun needlessly.
-file(CONFIGURE OUTPUT ${OUT} CONTENT "${text}")
+# Written every time this runs (SWIG reran or a hand-written source
+# changed): the jar depends on this file only, so javac must see it newer.
+file(WRITE ${OUT} "${text}")

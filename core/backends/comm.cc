@@ -1,8 +1,7 @@
 #include "core/backends/comm.h"
 
 #include <cstring>
-
-#include "core/common/wire.h"
+#include <numeric>
 
 namespace hvd {
 
@@ -11,20 +10,48 @@ Status Comm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt
   return Allreduce(out, count, dt, op);
 }
 
-Status Comm::AllgatherBytes(const std::string& mine, std::vector<std::string>* all) {
-  std::vector<std::string> gathered;
-  HVD_RETURN_IF_ERROR(GatherBytes(mine, 0, &gathered));
-  std::string packed;
-  if (rank() == 0) {
-    WireWriter w;
-    for (const auto& s : gathered) w.Str(s);
-    packed = w.Take();
+Status Comm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                      int peer) {
+  if (peer < 0 || peer >= size() || peer == rank()) {
+    return Status::Invalid("sendrecv: peer " + std::to_string(peer) + " is not another rank of " +
+                           std::to_string(size()));
   }
-  HVD_RETURN_IF_ERROR(BroadcastBytes(&packed, 0));
-  WireReader r(packed);
-  all->assign(static_cast<size_t>(size()), std::string());
-  for (auto& s : *all) {
-    if (!r.Str(&s)) return Status::Internal("malformed allgather of bytes");
+  std::vector<int64_t> sends(static_cast<size_t>(size()), 0), recvs(sends.size(), 0);
+  sends[static_cast<size_t>(peer)] = send_bytes;
+  recvs[static_cast<size_t>(peer)] = recv_bytes;
+  return Alltoallv(send, sends, recv, recvs);
+}
+
+Status Comm::OpenControlChannel(double, std::unique_ptr<ControlChannel>*) {
+  return Status::Unsupported(std::string(backend_name()) +
+                             " cannot carry negotiation messages (use a host backend)");
+}
+
+Status BroadcastBytes(Comm& comm, std::string* bytes, int root) {
+  int64_t n = comm.rank() == root ? static_cast<int64_t>(bytes->size()) : 0;
+  HVD_RETURN_IF_ERROR(comm.Broadcast(&n, sizeof(n), root));
+  if (n < 0) return Status::Internal("broadcast of bytes: negative size from the root");
+  if (comm.rank() != root) bytes->assign(static_cast<size_t>(n), '\0');
+  return n == 0 ? Status::OK() : comm.Broadcast(&(*bytes)[0], n, root);
+}
+
+Status AllgatherBytes(Comm& comm, const std::string& mine, std::vector<std::string>* all) {
+  const size_t size = static_cast<size_t>(comm.size());
+  std::vector<int64_t> sizes(size, 0);
+  const int64_t my_size = static_cast<int64_t>(mine.size());
+  HVD_RETURN_IF_ERROR(
+      comm.Allgatherv(&my_size, sizes.data(), std::vector<int64_t>(size, sizeof(int64_t))));
+  for (int64_t s : sizes) {
+    if (s < 0) return Status::Internal("allgather of bytes: a rank announced a negative size");
+  }
+  std::string flat(static_cast<size_t>(std::accumulate(sizes.begin(), sizes.end(), int64_t{0})),
+                   '\0');
+  HVD_RETURN_IF_ERROR(comm.Allgatherv(mine.data(), &flat[0], sizes));
+  all->assign(size, std::string());
+  size_t offset = 0;
+  for (size_t r = 0; r < size; ++r) {
+    (*all)[r] = flat.substr(offset, static_cast<size_t>(sizes[r]));
+    offset += static_cast<size_t>(sizes[r]);
   }
   return Status::OK();
 }

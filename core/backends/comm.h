@@ -1,8 +1,9 @@
-// The interface every communication backend implements (MPI, Gloo, NCCL).
-// A Comm is one group of ranks (the world or a process set). The controller
-// uses the first three calls to negotiate; executors use the data calls.
-// Buffers are host memory unless the backend says it supports devices.
-// Calls are made from hvd's background thread only, one at a time per Comm.
+// The interface every communication backend implements (MPI, Gloo, NCCL):
+// the data collectives of one group of ranks (the world or a process set).
+// Negotiation does not use them: it talks over a ControlChannel, which host
+// backends open with OpenControlChannel. Buffers are host memory unless the
+// backend says it supports devices. Calls are made from one thread at a
+// time per Comm (the set's background thread).
 #pragma once
 
 #include <cstdint>
@@ -10,12 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "core/backends/control_channel.h"
 #include "core/common/status.h"
 #include "core/common/types.h"
 
 namespace hvd {
-
-enum class BitOp { kAnd, kOr };
 
 class Comm {
  public:
@@ -39,16 +39,6 @@ class Comm {
   // where each call costs milliseconds (Gloo over TCP).
   virtual int64_t fusion_solo_bytes() const { return 0; }
 
-  // ---- controller
-  // Element-wise AND/OR of `n` words across all ranks, in place.
-  virtual Status AllreduceBits(uint64_t* words, size_t n, BitOp op) = 0;
-  // Root receives every rank's bytes in rank order in *all (others: untouched).
-  virtual Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) = 0;
-  // Root's *bytes replace *bytes on every other rank.
-  virtual Status BroadcastBytes(std::string* bytes, int root) = 0;
-  // Every rank receives every rank's bytes in rank order.
-  virtual Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all);
-
   // ---- data
   // In place over `count` elements; op is kSum, kMin, kMax or kProduct
   // (averaging is a scale applied by the caller).
@@ -70,11 +60,35 @@ class Comm {
   virtual Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
                                DataType dt, ReduceOp op) = 0;
   virtual Status Barrier() = 0;
+  // Sends send_bytes to `peer` and receives recv_bytes from it (a rank of
+  // this Comm other than this one), as one exchange: both sides call it
+  // with matching sizes. Zero sizes are allowed. For algorithms built on
+  // pairwise exchanges (Adasum); the default runs it as an Alltoallv in
+  // which every rank of the Comm must take part at the same time, which
+  // holds when every rank exchanges with a partner in the same step.
+  virtual Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                          int peer);
 
   // A new Comm over `ranks` (ranks of this Comm, ascending). Collective over
   // the members only; `tag` is unique per call and equal on all members.
   virtual Status Split(const std::vector<int>& ranks, const std::string& tag,
                        std::unique_ptr<Comm>* out) = 0;
+
+  // Gives up on a collective another thread is blocked in (the operation
+  // deadline passed): makes it fail now where the transport allows (Gloo),
+  // or ends the job where it does not (MPI_Abort). Thread-safe.
+  virtual void Abort() {}
+
+  // Collective: the negotiation channel among this Comm's ranks (host
+  // backends only; `timeout_s` bounds its set-up).
+  virtual Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out);
 };
+
+// Set-up collectives over a host Comm's data calls, for the moments every
+// member is known to take part (init, creating a set or an NCCL
+// communicator). Root's *bytes replace *bytes everywhere; every rank gets
+// every rank's bytes in rank order.
+Status BroadcastBytes(Comm& comm, std::string* bytes, int root);
+Status AllgatherBytes(Comm& comm, const std::string& mine, std::vector<std::string>* all);
 
 }  // namespace hvd

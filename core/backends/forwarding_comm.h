@@ -21,19 +21,6 @@ class ForwardingComm : public Comm {
   void SetAllreduceChunkBytes(int64_t bytes) override { inner_->SetAllreduceChunkBytes(bytes); }
   int64_t fusion_solo_bytes() const override { return inner_->fusion_solo_bytes(); }
 
-  Status AllreduceBits(uint64_t* w, size_t n, BitOp op) override {
-    return inner_->AllreduceBits(w, n, op);
-  }
-  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override {
-    return inner_->GatherBytes(mine, root, all);
-  }
-  Status BroadcastBytes(std::string* bytes, int root) override {
-    return inner_->BroadcastBytes(bytes, root);
-  }
-  Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all) override {
-    return inner_->AllgatherBytes(mine, all);
-  }
-
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
     return inner_->Allreduce(buf, count, dt, op);
   }
@@ -56,8 +43,16 @@ class ForwardingComm : public Comm {
     return inner_->Reducescatter(in, out, counts, dt, op);
   }
   Status Barrier() override { return inner_->Barrier(); }
+  Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                  int peer) override {
+    return inner_->SendRecv(send, send_bytes, recv, recv_bytes, peer);
+  }
   Status Split(const std::vector<int>& r, const std::string& t, std::unique_ptr<Comm>* o) override {
     return inner_->Split(r, t, o);
+  }
+  void Abort() override { inner_->Abort(); }
+  Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override {
+    return inner_->OpenControlChannel(timeout_s, out);
   }
 
  protected:

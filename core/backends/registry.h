@@ -12,6 +12,8 @@
 namespace hvd {
 
 struct CommInitArgs {
+  // The settings and the launcher's variables; null: read the environment
+  // (tests that create a backend on its own).
   const Config* config = nullptr;
   bool use_mpi_comm = false;  // hvd_init_mpi_comm
   int mpi_comm = 0;           // Fortran handle
@@ -22,9 +24,9 @@ using CommFactory = Status (*)(const CommInitArgs& args, std::unique_ptr<Comm>* 
 struct BackendEntry {
   const char* name;  // "mpi", "gloo"
   BackendChoice choice;
-  // True when the environment looks like this backend's launcher started us
-  // (e.g. OMPI_COMM_WORLD_SIZE for MPI, HVD_RENDEZVOUS_ADDR for Gloo).
-  bool (*launched_by_env)();
+  // True when the launcher's variables say this backend's launcher started
+  // us (e.g. OMPI_COMM_WORLD_SIZE for MPI, HVD_RENDEZVOUS_ADDR for Gloo).
+  bool (*launched_by_env)(const LaunchEnv& env);
   CommFactory create_world;
 };
 

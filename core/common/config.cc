@@ -4,20 +4,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
+
+#include "core/common/env.h"
 
 namespace hvd {
-
-const char* GetEnv(const char* suffix) {
-  std::string hvd_name = std::string("HVD_") + suffix;
-  if (const char* v = std::getenv(hvd_name.c_str())) return v;
-  std::string horovod_name = std::string("HOROVOD_") + suffix;
-  return std::getenv(horovod_name.c_str());
-}
-
 namespace {
 
 std::string Describe(const char* suffix, const char* value) {
   return std::string("HVD_") + suffix + "='" + value + "'";
+}
+
+std::string Lower(const char* v) {
+  std::string s(v);
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 Status ParseDouble(const char* suffix, double min, double* out, bool* fixed = nullptr) {
@@ -50,87 +51,110 @@ Status ParseInt(const char* suffix, int64_t min, int64_t* out, bool* fixed = nul
   return Status::OK();
 }
 
-Status ParseBool(const char* suffix, bool* out, bool* fixed = nullptr) {
+template <typename T>
+struct Choice {
+  const char* name;  // lower case
+  T value;
+};
+
+constexpr Choice<bool> kBools[] = {{"1", true},   {"true", true}, {"yes", true},
+                                   {"on", true},  {"0", false},   {"false", false},
+                                   {"no", false}, {"off", false}, {"", false}};
+constexpr Choice<BackendChoice> kBackends[] = {{"mpi", BackendChoice::kMpi},
+                                               {"gloo", BackendChoice::kGloo},
+                                               {"auto", BackendChoice::kAuto},
+                                               {"", BackendChoice::kAuto}};
+constexpr Choice<LogLevel> kLogLevels[] = {
+    {"trace", LogLevel::kTrace},     {"debug", LogLevel::kDebug},  {"info", LogLevel::kInfo},
+    {"warning", LogLevel::kWarning}, {"warn", LogLevel::kWarning}, {"error", LogLevel::kError},
+    {"fatal", LogLevel::kFatal}};
+constexpr Choice<GpuOperations> kGpuOperations[] = {{"nccl", GpuOperations::kNccl},
+                                                    {"mpi", GpuOperations::kStaging},
+                                                    {"gloo", GpuOperations::kStaging},
+                                                    {"auto", GpuOperations::kAuto},
+                                                    {"", GpuOperations::kAuto}};
+
+// One of a few names (any case) -> its value; `expected` lists them for the error.
+template <typename T, size_t N>
+Status ParseChoice(const char* suffix, const Choice<T> (&choices)[N], const char* expected, T* out,
+                   bool* fixed = nullptr) {
   const char* v = GetEnv(suffix);
   if (!v) return Status::OK();
-  std::string s(v);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "1" || s == "true" || s == "yes" || s == "on") {
-    *out = true;
-  } else if (s == "0" || s == "false" || s == "no" || s == "off" || s.empty()) {
-    *out = false;
-  } else {
-    return Status::Invalid("invalid " + Describe(suffix, v) + ": expected 0/1/true/false");
-  }
-  if (fixed) *fixed = true;
-  return Status::OK();
-}
-
-Status ParseBackend(const char* suffix, BackendChoice* out) {
-  const char* v = GetEnv(suffix);
-  if (!v) return Status::OK();
-  std::string s(v);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "mpi") {
-    *out = BackendChoice::kMpi;
-  } else if (s == "gloo") {
-    *out = BackendChoice::kGloo;
-  } else if (s == "auto" || s.empty()) {
-    *out = BackendChoice::kAuto;
-  } else {
-    return Status::Invalid("invalid " + Describe(suffix, v) + ": expected mpi, gloo or auto");
-  }
-  return Status::OK();
-}
-
-Status ParseLogLevel(LogLevel* out) {
-  const char* v = GetEnv("LOG_LEVEL");
-  if (!v) return Status::OK();
-  static const char* const kNames[] = {"trace", "debug", "info", "warning", "error", "fatal"};
-  std::string s(v);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s == "warn") s = "warning";
-  for (int i = 0; i < 6; ++i) {
-    if (s == kNames[i]) {
-      *out = static_cast<LogLevel>(i);
+  const std::string s = Lower(v);
+  for (const auto& c : choices) {
+    if (s == c.name) {
+      *out = c.value;
+      if (fixed) *fixed = true;
       return Status::OK();
     }
   }
-  return Status::Invalid("invalid " + Describe("LOG_LEVEL", v) +
-                         ": expected trace, debug, info, warning, error or fatal");
+  return Status::Invalid("invalid " + Describe(suffix, v) + ": expected " + expected);
+}
+
+Status ParseBool(const char* suffix, bool* out, bool* fixed = nullptr) {
+  return ParseChoice(suffix, kBools, "0/1/true/false", out, fixed);
+}
+
+Status ParseBackend(const char* suffix, BackendChoice* out) {
+  return ParseChoice(suffix, kBackends, "mpi, gloo or auto", out);
+}
+
+void ParseString(const char* suffix, std::string* out) {
+  if (const char* v = GetEnv(suffix)) *out = v;
+}
+
+// Tuning of the background loop, negotiation, stall checks, deadlines and autotune.
+Status ParseLoop(Config* c) {
+  int64_t cache = c->cache_capacity;
+  HVD_RETURN_IF_ERROR(
+      ParseInt("FUSION_THRESHOLD", 0, &c->fusion_threshold_bytes, &c->fusion_threshold_fixed));
+  HVD_RETURN_IF_ERROR(ParseDouble("CYCLE_TIME", 0.0, &c->cycle_time_ms, &c->cycle_time_fixed));
+  HVD_RETURN_IF_ERROR(ParseInt("ALLREDUCE_CHUNK_BYTES", 0, &c->allreduce_chunk_bytes));
+  HVD_RETURN_IF_ERROR(ParseInt("CACHE_CAPACITY", 0, &cache, &c->cache_capacity_fixed));
+  if (cache > (1 << 20)) return Status::Invalid("HVD_CACHE_CAPACITY is larger than 1048576");
+  c->cache_capacity = static_cast<int>(cache);
+  HVD_RETURN_IF_ERROR(ParseDouble("STALL_CHECK_TIME_SECONDS", 0.0, &c->stall_check_seconds));
+  HVD_RETURN_IF_ERROR(ParseDouble("STALL_SHUTDOWN_TIME_SECONDS", 0.0, &c->stall_shutdown_seconds));
+  HVD_RETURN_IF_ERROR(ParseBool("STALL_CHECK_DISABLE", &c->stall_check_disabled));
+  HVD_RETURN_IF_ERROR(ParseDouble("OP_TIMEOUT_SECONDS", 0.0, &c->op_timeout_seconds));
+  HVD_RETURN_IF_ERROR(ParseBool("MPI_ABORT_ON_TIMEOUT", &c->mpi_abort_on_timeout));
+  HVD_RETURN_IF_ERROR(ParseBool("AUTOTUNE", &c->autotune));
+  ParseString("AUTOTUNE_LOG", &c->autotune_log);
+  return Status::OK();
+}
+
+// Backends (CPU and GPU), logging, timeline and elastic mode.
+Status ParseBackends(Config* c) {
+  HVD_RETURN_IF_ERROR(ParseBackend("CONTROLLER", &c->controller));
+  HVD_RETURN_IF_ERROR(ParseBackend("CPU_OPERATIONS", &c->cpu_operations));
+  HVD_RETURN_IF_ERROR(ParseDouble("GLOO_TIMEOUT_SECONDS", 0.001, &c->gloo_timeout_seconds));
+  ParseString("GLOO_IFACE", &c->gloo_iface);
+  ParseString("GLOO_HOSTNAME", &c->gloo_hostname);
+  HVD_RETURN_IF_ERROR(ParseBool("MPI_THREADS_DISABLE", &c->mpi_threads_disable));
+  HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLREDUCE", &c->hierarchical_allreduce,
+                                &c->hierarchical_allreduce_fixed));
+  HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLGATHER", &c->hierarchical_allgather,
+                                &c->hierarchical_allgather_fixed));
+  HVD_RETURN_IF_ERROR(
+      ParseChoice("GPU_OPERATIONS", kGpuOperations, "nccl, mpi, gloo or auto", &c->gpu_operations));
+  HVD_RETURN_IF_ERROR(ParseDouble("GPU_TIMEOUT_SECONDS", 0.0, &c->gpu_timeout_seconds));
+  HVD_RETURN_IF_ERROR(ParseChoice("LOG_LEVEL", kLogLevels,
+                                  "trace, debug, info, warning, error or fatal", &c->log_level));
+  HVD_RETURN_IF_ERROR(ParseBool("LOG_HIDE_TIME", &c->log_hide_time));
+  ParseString("TIMELINE", &c->timeline_path);
+  HVD_RETURN_IF_ERROR(ParseBool("TIMELINE_MARK_CYCLES", &c->timeline_mark_cycles));
+  HVD_RETURN_IF_ERROR(ParseBool("ELASTIC", &c->elastic));
+  return ParseDouble("ELASTIC_TIMEOUT", 0.001, &c->elastic_timeout_seconds);
 }
 
 }  // namespace
 
 Status Config::FromEnvironment(Config* out) {
   Config c;
-  int64_t cache = c.cache_capacity;
-  HVD_RETURN_IF_ERROR(
-      ParseInt("FUSION_THRESHOLD", 0, &c.fusion_threshold_bytes, &c.fusion_threshold_fixed));
-  HVD_RETURN_IF_ERROR(ParseDouble("CYCLE_TIME", 0.0, &c.cycle_time_ms, &c.cycle_time_fixed));
-  HVD_RETURN_IF_ERROR(ParseInt("ALLREDUCE_CHUNK_BYTES", 0, &c.allreduce_chunk_bytes));
-  HVD_RETURN_IF_ERROR(ParseInt("CACHE_CAPACITY", 0, &cache, &c.cache_capacity_fixed));
-  if (cache > (1 << 20)) return Status::Invalid("HVD_CACHE_CAPACITY is larger than 1048576");
-  c.cache_capacity = static_cast<int>(cache);
-  HVD_RETURN_IF_ERROR(ParseDouble("STALL_CHECK_TIME_SECONDS", 0.0, &c.stall_check_seconds));
-  HVD_RETURN_IF_ERROR(ParseDouble("STALL_SHUTDOWN_TIME_SECONDS", 0.0, &c.stall_shutdown_seconds));
-  HVD_RETURN_IF_ERROR(ParseBool("STALL_CHECK_DISABLE", &c.stall_check_disabled));
-  HVD_RETURN_IF_ERROR(ParseDouble("GLOO_TIMEOUT_SECONDS", 0.001, &c.gloo_timeout_seconds));
-  HVD_RETURN_IF_ERROR(ParseLogLevel(&c.log_level));
-  HVD_RETURN_IF_ERROR(ParseBool("LOG_HIDE_TIME", &c.log_hide_time));
-  HVD_RETURN_IF_ERROR(ParseBackend("CONTROLLER", &c.controller));
-  HVD_RETURN_IF_ERROR(ParseBackend("CPU_OPERATIONS", &c.cpu_operations));
-  if (const char* t = GetEnv("TIMELINE")) c.timeline_path = t;
-  HVD_RETURN_IF_ERROR(ParseBool("TIMELINE_MARK_CYCLES", &c.timeline_mark_cycles));
-  HVD_RETURN_IF_ERROR(ParseBool("AUTOTUNE", &c.autotune));
-  if (const char* t = GetEnv("AUTOTUNE_LOG")) c.autotune_log = t;
-  HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLREDUCE", &c.hierarchical_allreduce,
-                                &c.hierarchical_allreduce_fixed));
-  HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLGATHER", &c.hierarchical_allgather,
-                                &c.hierarchical_allgather_fixed));
-  HVD_RETURN_IF_ERROR(ParseBool("MPI_THREADS_DISABLE", &c.mpi_threads_disable));
-  HVD_RETURN_IF_ERROR(ParseBool("ELASTIC", &c.elastic));
-  *out = c;
+  HVD_RETURN_IF_ERROR(ParseLoop(&c));
+  HVD_RETURN_IF_ERROR(ParseBackends(&c));
+  c.launch = LaunchEnv::FromEnvironment();
+  *out = std::move(c);
   return Status::OK();
 }
 

@@ -1,11 +1,14 @@
 // Configuration read once at init from HVD_* variables (HOROVOD_* accepted
-// as aliases, HVD_* wins). Values set in the environment are marked "fixed"
-// so autotune leaves them alone.
+// as aliases, HVD_* wins), together with the launcher's variables
+// (launch_env.h). This and launch_env.cc are the only readers of the
+// environment; docs/tuning.md lists every variable. Values set in the
+// environment are marked "fixed" so autotune leaves them alone.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "core/common/launch_env.h"
 #include "core/common/status.h"
 
 namespace hvd {
@@ -13,6 +16,11 @@ namespace hvd {
 enum class LogLevel : int { kTrace = 0, kDebug, kInfo, kWarning, kError, kFatal };
 
 enum class BackendChoice { kAuto, kMpi, kGloo };
+
+// How CUDA tensors move (HVD_GPU_OPERATIONS): NCCL, or staging through
+// pinned host memory over the CPU-operations backend ("mpi" and "gloo" both
+// mean staging; the backend is HVD_CPU_OPERATIONS's). kAuto: NCCL when built.
+enum class GpuOperations { kAuto, kNccl, kStaging };
 
 struct Config {
   int64_t fusion_threshold_bytes = 128LL * 1024 * 1024;  // 0 disables fusion
@@ -26,6 +34,18 @@ struct Config {
   double stall_shutdown_seconds = 0.0;  // 0 = never
   bool stall_check_disabled = false;
   double gloo_timeout_seconds = 30.0;
+  std::string gloo_iface;     // empty: HVD_GLOO_HOSTNAME, else towards the rendezvous store
+  std::string gloo_hostname;  // empty: the local address that reaches the store
+  // Every operation must complete this long after it was submitted, or it
+  // fails with HVD_ERR_TIMEOUT naming the ranks it waited for (0: no
+  // deadline). 30 minutes, as torch.distributed: long enough for a rank
+  // that checkpoints or evaluates while the others wait, short enough that
+  // a hung job frees its machines the same hour.
+  double op_timeout_seconds = 1800.0;
+  // Under MPI a collective that misses its deadline can never be left: the
+  // job is aborted (after the operations failed with the reason) unless
+  // this is off.
+  bool mpi_abort_on_timeout = true;
   LogLevel log_level = LogLevel::kWarning;
   bool log_hide_time = false;
   BackendChoice controller = BackendChoice::kAuto;
@@ -37,7 +57,13 @@ struct Config {
   bool hierarchical_allreduce = false;
   bool hierarchical_allgather = false;
   bool mpi_threads_disable = false;
+  GpuOperations gpu_operations = GpuOperations::kAuto;
+  double gpu_timeout_seconds = 600.0;  // a GPU collective's wait; 0: no limit
   bool elastic = false;
+  double elastic_timeout_seconds = 600.0;  // waiting for the launcher's next round
+
+  // Rank/size, host, rendezvous store... as the launcher set them.
+  LaunchEnv launch;
 
   // Which fields came from the environment (autotune must not touch them).
   bool fusion_threshold_fixed = false;
@@ -50,8 +76,5 @@ struct Config {
   // variable and the value.
   static Status FromEnvironment(Config* out);
 };
-
-// Looks up HVD_<suffix>, then HOROVOD_<suffix>; nullptr if neither is set.
-const char* GetEnv(const char* suffix);
 
 }  // namespace hvd

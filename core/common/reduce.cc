@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/common/dtype_dispatch.h"
 #include "core/common/half.h"
 
 namespace hvd {
@@ -48,13 +49,16 @@ void ReduceTyped(T* dst, const T* src, int64_t n, ReduceOp op) {
     case ReduceOp::kProduct:
       for (int64_t i = 0; i < n; ++i) dst[i] = Mul(dst[i], src[i]);
       break;
+    case ReduceOp::kAdasum:  // not element-wise: core/ops/adasum.cc, never here
+      break;
   }
 }
 
-template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
+// H: one of the 16-bit float formats below (H::ToF, H::FromF).
+template <typename H>
 void Reduce16(uint16_t* dst, const uint16_t* src, int64_t n, ReduceOp op) {
   for (int64_t i = 0; i < n; ++i) {
-    float a = ToF(dst[i]), b = ToF(src[i]), r = 0;
+    float a = H::ToF(dst[i]), b = H::ToF(src[i]), r = 0;
     switch (op) {
       case ReduceOp::kSum:
       case ReduceOp::kAverage:
@@ -69,8 +73,11 @@ void Reduce16(uint16_t* dst, const uint16_t* src, int64_t n, ReduceOp op) {
       case ReduceOp::kProduct:
         r = a * b;
         break;
+      case ReduceOp::kAdasum:  // not element-wise: core/ops/adasum.cc, never here
+        r = a;
+        break;
     }
-    dst[i] = FromF(r);
+    dst[i] = H::FromF(r);
   }
 }
 
@@ -93,35 +100,54 @@ void ScaleTyped<float>(float* dst, const float* src, int64_t n, double f) {
   for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * ff;
 }
 
-template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
+template <typename H>
 void Scale16(uint16_t* dst, const uint16_t* src, int64_t n, double f) {
   const float ff = static_cast<float>(f);
-  for (int64_t i = 0; i < n; ++i) dst[i] = FromF(ToF(src[i]) * ff);
+  for (int64_t i = 0; i < n; ++i) dst[i] = H::FromF(H::ToF(src[i]) * ff);
+}
+
+// The 16-bit float formats compute in float through these conversions.
+template <DataType D>
+struct Half {
+  static constexpr bool kIs = false;
+};
+template <>
+struct Half<DataType::kFloat16> {
+  static constexpr bool kIs = true;
+  static float ToF(uint16_t v) { return Float16ToFloat(v); }
+  static uint16_t FromF(float f) { return FloatToFloat16(f); }
+};
+template <>
+struct Half<DataType::kBFloat16> {
+  static constexpr bool kIs = true;
+  static float ToF(uint16_t v) { return BFloat16ToFloat(v); }
+  static uint16_t FromF(float f) { return FloatToBFloat16(f); }
+};
+
+// Calls plain(T* dst, const T* src) for the element type T of dt, or, for
+// the 16-bit floats, half(Half<D>{}, uint16_t* dst, const uint16_t* src).
+template <typename Plain, typename Half16Fn>
+void VisitHost(DataType dt, void* dst, const void* src, Plain plain, Half16Fn half) {
+  VisitDataType(
+      dt,
+      [&](auto tag) {
+        constexpr DataType D = decltype(tag)::value;
+        using T = HostElementT<D>;
+        if constexpr (Half<D>::kIs) {
+          half(Half<D>{}, static_cast<T*>(dst), static_cast<const T*>(src));
+        } else {
+          plain(static_cast<T*>(dst), static_cast<const T*>(src));
+        }
+      },
+      [] {});
 }
 
 }  // namespace
 
 void ReduceInto(void* dst, const void* src, int64_t n, DataType dt, ReduceOp op) {
-  switch (dt) {
-    case DataType::kUInt8:
-      return ReduceTyped(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, op);
-    case DataType::kInt8:
-      return ReduceTyped(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n, op);
-    case DataType::kInt32:
-      return ReduceTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, op);
-    case DataType::kInt64:
-      return ReduceTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, op);
-    case DataType::kFloat32:
-      return ReduceTyped(static_cast<float*>(dst), static_cast<const float*>(src), n, op);
-    case DataType::kFloat64:
-      return ReduceTyped(static_cast<double*>(dst), static_cast<const double*>(src), n, op);
-    case DataType::kFloat16:
-      return Reduce16<Float16ToFloat, FloatToFloat16>(static_cast<uint16_t*>(dst),
-                                                      static_cast<const uint16_t*>(src), n, op);
-    case DataType::kBFloat16:
-      return Reduce16<BFloat16ToFloat, FloatToBFloat16>(static_cast<uint16_t*>(dst),
-                                                        static_cast<const uint16_t*>(src), n, op);
-  }
+  VisitHost(
+      dt, dst, src, [&](auto* d, const auto* s) { ReduceTyped(d, s, n, op); },
+      [&](auto h, uint16_t* d, const uint16_t* s) { Reduce16<decltype(h)>(d, s, n, op); });
 }
 
 void ScaleCopy(void* dst, const void* src, int64_t n, DataType dt, double f) {
@@ -130,26 +156,9 @@ void ScaleCopy(void* dst, const void* src, int64_t n, DataType dt, double f) {
     if (dst != src) std::memcpy(dst, src, static_cast<size_t>(n) * DataTypeSize(dt));
     return;
   }
-  switch (dt) {
-    case DataType::kUInt8:
-      return ScaleTyped(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, f);
-    case DataType::kInt8:
-      return ScaleTyped(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n, f);
-    case DataType::kInt32:
-      return ScaleTyped(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, f);
-    case DataType::kInt64:
-      return ScaleTyped(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, f);
-    case DataType::kFloat32:
-      return ScaleTyped(static_cast<float*>(dst), static_cast<const float*>(src), n, f);
-    case DataType::kFloat64:
-      return ScaleTyped(static_cast<double*>(dst), static_cast<const double*>(src), n, f);
-    case DataType::kFloat16:
-      return Scale16<Float16ToFloat, FloatToFloat16>(static_cast<uint16_t*>(dst),
-                                                     static_cast<const uint16_t*>(src), n, f);
-    case DataType::kBFloat16:
-      return Scale16<BFloat16ToFloat, FloatToBFloat16>(static_cast<uint16_t*>(dst),
-                                                       static_cast<const uint16_t*>(src), n, f);
-  }
+  VisitHost(
+      dt, dst, src, [&](auto* d, const auto* s) { ScaleTyped(d, s, n, f); },
+      [&](auto h, uint16_t* d, const uint16_t* s) { Scale16<decltype(h)>(d, s, n, f); });
 }
 
 void ScaleBuffer(void* buf, int64_t n, DataType dt, double f) {

@@ -30,16 +30,13 @@ class Status {
   static Status OK() { return Status(); }
   static Status InProgress() { return Status(Code::kInProgress, ""); }
   static Status Invalid(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
-  static Status Mismatch(std::string m) { return Status(Code::kMismatch, std::move(m)); }
   static Status ShutDown(std::string m) { return Status(Code::kShutDown, std::move(m)); }
   static Status Backend(std::string m) { return Status(Code::kBackend, std::move(m)); }
   static Status PeerLost(std::string m) { return Status(Code::kPeerLost, std::move(m)); }
   static Status Timeout(std::string m) { return Status(Code::kTimeout, std::move(m)); }
   static Status Unsupported(std::string m) { return Status(Code::kUnsupported, std::move(m)); }
   static Status Internal(std::string m) { return Status(Code::kInternal, std::move(m)); }
-  static Status NotInitialized() {
-    return Status(Code::kNotInitialized, "hvd is not initialized: call hvd_init first");
-  }
+  static Status NotInitialized() { return Status(Code::kNotInitialized, "hvd is not initialized"); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -1,34 +1,26 @@
 #include "core/common/types.h"
 
+#include <array>
+#include <utility>
+
+#include "core/common/dtype_dispatch.h"
+
 namespace hvd {
 
 size_t DataTypeSize(DataType dt) {
-  switch (dt) {
-    case DataType::kUInt8:
-    case DataType::kInt8:
-      return 1;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return 2;
-    case DataType::kInt32:
-    case DataType::kFloat32:
-      return 4;
-    case DataType::kInt64:
-    case DataType::kFloat64:
-      return 8;
-  }
-  return 0;
+  return VisitDataType(
+      dt, [](auto tag) { return sizeof(HostElementT<decltype(tag)::value>); },
+      [] { return size_t{0}; });
 }
 
 const char* DataTypeName(DataType dt) {
   static const char* const kNames[] = {"uint8",   "int8",     "int32",   "int64",
                                        "float16", "bfloat16", "float32", "float64"};
-  auto i = static_cast<size_t>(dt);
-  return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "unknown";
+  return PerDataType(kNames, dt, "unknown");
 }
 
 const char* ReduceOpName(ReduceOp op) {
-  static const char* const kNames[] = {"sum", "average", "min", "max", "product"};
+  static const char* const kNames[] = {"sum", "average", "min", "max", "product", "adasum"};
   auto i = static_cast<size_t>(op);
   return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "unknown";
 }
@@ -53,27 +45,40 @@ std::string DeviceName(const Device& d) {
   return d.kind == DeviceKind::kCPU ? "cpu" : "cuda:" + std::to_string(d.id);
 }
 
+// DLPack's type code and bits of each DataType, in enum order.
+constexpr uint8_t kDLCodes[] = {kDLUInt,  kDLInt,    kDLInt,   kDLInt,
+                                kDLFloat, kDLBfloat, kDLFloat, kDLFloat};
+
+template <size_t... I>
+constexpr std::array<uint8_t, kNumDataTypes> ElementBits(std::index_sequence<I...>) {
+  return {{static_cast<uint8_t>(8 * sizeof(std::tuple_element_t<I, HostElements>))...}};
+}
+constexpr std::array<uint8_t, kNumDataTypes> kDLBits =
+    ElementBits(std::make_index_sequence<kNumDataTypes>{});
+
+// The inverse, for one lookup per submitted tensor: the DataType of DLPack
+// code c (0..kMaxDLCode) with 8 << k bits at [c][k]; -1: none.
+constexpr int kMaxDLCode = 4;  // kDLBfloat
+constexpr int BitsIndex(int bits) {
+  return bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : bits == 64 ? 3 : -1;
+}
+constexpr std::array<std::array<int8_t, 4>, kMaxDLCode + 1> kFromDL = [] {
+  std::array<std::array<int8_t, 4>, kMaxDLCode + 1> t{};
+  for (auto& row : t) {
+    for (auto& v : row) v = -1;
+  }
+  for (int i = 0; i < kNumDataTypes; ++i)
+    t[kDLCodes[i]][BitsIndex(kDLBits[i])] = static_cast<int8_t>(i);
+  return t;
+}();
+
 Status FromDLDataType(DLDataType in, DataType* out) {
   if (in.lanes != 1) return Status::Invalid("vector dtypes (lanes != 1) are not supported");
-  switch (in.code) {
-    case kDLUInt:
-      if (in.bits == 8) return *out = DataType::kUInt8, Status::OK();
-      break;
-    case kDLInt:
-      if (in.bits == 8) return *out = DataType::kInt8, Status::OK();
-      if (in.bits == 32) return *out = DataType::kInt32, Status::OK();
-      if (in.bits == 64) return *out = DataType::kInt64, Status::OK();
-      break;
-    case kDLFloat:
-      if (in.bits == 16) return *out = DataType::kFloat16, Status::OK();
-      if (in.bits == 32) return *out = DataType::kFloat32, Status::OK();
-      if (in.bits == 64) return *out = DataType::kFloat64, Status::OK();
-      break;
-    case kDLBfloat:
-      if (in.bits == 16) return *out = DataType::kBFloat16, Status::OK();
-      break;
-    default:
-      break;
+  const int k = BitsIndex(in.bits);
+  const int found = in.code <= kMaxDLCode && k >= 0 ? kFromDL[in.code][k] : -1;
+  if (found >= 0) {
+    *out = static_cast<DataType>(found);
+    return Status::OK();
   }
   return Status::Invalid("unsupported dtype (code " + std::to_string(in.code) + ", " +
                          std::to_string(in.bits) +
@@ -85,22 +90,7 @@ DLDataType ToDLDataType(DataType dt) {
   DLDataType r;
   r.lanes = 1;
   r.bits = static_cast<uint8_t>(DataTypeSize(dt) * 8);
-  switch (dt) {
-    case DataType::kUInt8:
-      r.code = kDLUInt;
-      break;
-    case DataType::kInt8:
-    case DataType::kInt32:
-    case DataType::kInt64:
-      r.code = kDLInt;
-      break;
-    case DataType::kBFloat16:
-      r.code = kDLBfloat;
-      break;
-    default:
-      r.code = kDLFloat;
-      break;
-  }
+  r.code = PerDataType(kDLCodes, dt, static_cast<uint8_t>(kDLFloat));
   return r;
 }
 
@@ -122,11 +112,6 @@ DLDevice ToDLDevice(const Device& d) {
   r.device_type = d.kind == DeviceKind::kCPU ? kDLCPU : kDLCUDA;
   r.device_id = d.id;
   return r;
-}
-
-bool IsFloatingPoint(DataType dt) {
-  return dt == DataType::kFloat16 || dt == DataType::kBFloat16 || dt == DataType::kFloat32 ||
-         dt == DataType::kFloat64;
 }
 
 }  // namespace hvd

@@ -24,7 +24,16 @@ enum class DataType : uint8_t {
 };
 constexpr int kNumDataTypes = 8;
 
-enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kProduct = 4 };
+// kAdasum: allreduce only, floating-point CPU tensors (core/ops/adasum.cc).
+enum class ReduceOp : uint8_t {
+  kSum = 0,
+  kAverage = 1,
+  kMin = 2,
+  kMax = 3,
+  kProduct = 4,
+  kAdasum = 5
+};
+constexpr int kNumReduceOps = 6;
 
 enum class OpType : uint8_t {
   kAllreduce = 0,
@@ -60,7 +69,5 @@ Status FromDLDataType(DLDataType in, DataType* out);
 DLDataType ToDLDataType(DataType dt);
 Status FromDLDevice(DLDevice in, Device* out);
 DLDevice ToDLDevice(const Device& d);
-
-bool IsFloatingPoint(DataType dt);
 
 }  // namespace hvd

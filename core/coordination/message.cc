@@ -5,9 +5,6 @@
 namespace hvd {
 namespace {
 
-constexpr int32_t kRequestListMagic = 0x48524c31;   // "HRL1"
-constexpr int32_t kResponseListMagic = 0x48534c31;  // "HSL1"
-
 template <typename E>
 bool ReadEnum(WireReader* r, E* out, int limit) {
   uint8_t v;
@@ -16,17 +13,32 @@ bool ReadEnum(WireReader* r, E* out, int limit) {
   return true;
 }
 
+// The operation's parameters, which Request and Response share in this order.
+template <typename T>
+void EncodeParams(const T& x, WireWriter* w) {
+  w->U8(static_cast<uint8_t>(x.dtype));
+  w->U8(static_cast<uint8_t>(x.reduce_op));
+  w->U8(static_cast<uint8_t>(x.device.kind));
+  w->I32(x.device.id);
+  w->I32(x.root);
+  w->F64(x.prescale);
+  w->F64(x.postscale);
+}
+
+template <typename T>
+bool DecodeParams(WireReader* r, T* x) {
+  return ReadEnum(r, &x->dtype, kNumDataTypes) && ReadEnum(r, &x->reduce_op, kNumReduceOps) &&
+         ReadEnum(r, &x->device.kind, 2) && r->I32(&x->device.id) && r->I32(&x->root) &&
+         r->F64(&x->prescale) && r->F64(&x->postscale);
+}
+
+}  // namespace
+
 void EncodeRequest(const Request& q, WireWriter* w) {
   w->I32(q.rank);
   w->I32(q.process_set);
   w->U8(static_cast<uint8_t>(q.type));
-  w->U8(static_cast<uint8_t>(q.dtype));
-  w->U8(static_cast<uint8_t>(q.reduce_op));
-  w->U8(static_cast<uint8_t>(q.device.kind));
-  w->I32(q.device.id);
-  w->I32(q.root);
-  w->F64(q.prescale);
-  w->F64(q.postscale);
+  EncodeParams(q, w);
   w->I64Vec(q.shape);
   w->Str(q.name);
   w->I32Vec(q.splits);
@@ -37,14 +49,9 @@ void EncodeRequest(const Request& q, WireWriter* w) {
 
 bool DecodeRequest(WireReader* r, Request* q) {
   return r->I32(&q->rank) && r->I32(&q->process_set) && ReadEnum(r, &q->type, kNumOpTypes) &&
-         ReadEnum(r, &q->dtype, kNumDataTypes) && ReadEnum(r, &q->reduce_op, 5) &&
-         ReadEnum(r, &q->device.kind, 2) && r->I32(&q->device.id) && r->I32(&q->root) &&
-         r->F64(&q->prescale) && r->F64(&q->postscale) && r->I64Vec(&q->shape) &&
-         r->Str(&q->name) && r->I32Vec(&q->splits) && r->Str(&q->group) && r->I32(&q->group_size) &&
-         r->I32Vec(&q->set_ranks);
+         DecodeParams(r, q) && r->I64Vec(&q->shape) && r->Str(&q->name) && r->I32Vec(&q->splits) &&
+         r->Str(&q->group) && r->I32(&q->group_size) && r->I32Vec(&q->set_ranks);
 }
-
-}  // namespace
 
 int64_t Request::NumElements() const {
   int64_t n = 1;
@@ -58,48 +65,13 @@ bool Request::SameParams(const Request& o) const {
          splits == o.splits && group == o.group && group_size == o.group_size;
 }
 
-std::string EncodeRequestList(const RequestList& list) {
-  WireWriter w;
-  w.I32(kRequestListMagic);
-  w.U8(list.shutdown ? 1 : 0);
-  w.I64(static_cast<int64_t>(list.requests.size()));
-  for (const auto& q : list.requests) EncodeRequest(q, &w);
-  return w.Take();
-}
-
-Status DecodeRequestList(const std::string& bytes, RequestList* out) {
-  WireReader r(bytes);
-  int32_t magic;
-  uint8_t shutdown;
-  int64_t n;
-  // Each request takes at least 40 bytes, which bounds a hostile count.
-  if (!r.I32(&magic) || magic != kRequestListMagic || !r.U8(&shutdown) || !r.Length(&n, 40)) {
-    return Status::Internal("malformed request list header from a peer");
-  }
-  RequestList list;
-  list.shutdown = shutdown != 0;
-  list.requests.resize(static_cast<size_t>(n));
-  for (auto& q : list.requests) {
-    if (!DecodeRequest(&r, &q)) return Status::Internal("malformed request from a peer");
-  }
-  if (!r.AtEnd()) return Status::Internal("trailing bytes after a request list");
-  *out = std::move(list);
-  return Status::OK();
-}
-
 void EncodeResponse(const Response& s, WireWriter* w) {
   w->U8(static_cast<uint8_t>(s.type));
   w->I64(static_cast<int64_t>(s.names.size()));
   for (const auto& n : s.names) w->Str(n);
   w->I32(static_cast<int32_t>(s.error_code));
   w->Str(s.error);
-  w->U8(static_cast<uint8_t>(s.dtype));
-  w->U8(static_cast<uint8_t>(s.reduce_op));
-  w->U8(static_cast<uint8_t>(s.device.kind));
-  w->I32(s.device.id);
-  w->I32(s.root);
-  w->F64(s.prescale);
-  w->F64(s.postscale);
+  EncodeParams(s, w);
   w->I64Vec(s.sizes);
   w->I64Vec(s.shape);
   w->I32Vec(s.joined_ranks);
@@ -117,41 +89,8 @@ bool DecodeResponse(WireReader* r, Response* s) {
   int32_t code;
   if (!r->I32(&code) || code > 1 || code < -10) return false;
   s->error_code = static_cast<Code>(code);
-  return r->Str(&s->error) && ReadEnum(r, &s->dtype, kNumDataTypes) &&
-         ReadEnum(r, &s->reduce_op, 5) && ReadEnum(r, &s->device.kind, 2) &&
-         r->I32(&s->device.id) && r->I32(&s->root) && r->F64(&s->prescale) &&
-         r->F64(&s->postscale) && r->I64Vec(&s->sizes) && r->I64Vec(&s->shape) &&
+  return r->Str(&s->error) && DecodeParams(r, s) && r->I64Vec(&s->sizes) && r->I64Vec(&s->shape) &&
          r->I32Vec(&s->joined_ranks) && r->I32Vec(&s->set_ranks) && r->I32(&s->last_joined);
-}
-
-std::string EncodeResponseList(const ResponseList& list) {
-  WireWriter w;
-  w.I32(kResponseListMagic);
-  w.U8(list.shutdown ? 1 : 0);
-  w.I32Vec(list.shutdown_ranks);
-  w.I64(static_cast<int64_t>(list.responses.size()));
-  for (const auto& s : list.responses) EncodeResponse(s, &w);
-  return w.Take();
-}
-
-Status DecodeResponseList(const std::string& bytes, ResponseList* out) {
-  WireReader r(bytes);
-  int32_t magic;
-  uint8_t shutdown;
-  int64_t n;
-  ResponseList list;
-  if (!r.I32(&magic) || magic != kResponseListMagic || !r.U8(&shutdown) ||
-      !r.I32Vec(&list.shutdown_ranks) || !r.Length(&n, 40)) {
-    return Status::Internal("malformed response list header from the coordinator");
-  }
-  list.shutdown = shutdown != 0;
-  list.responses.resize(static_cast<size_t>(n));
-  for (auto& s : list.responses) {
-    if (!DecodeResponse(&r, &s)) return Status::Internal("malformed response from the coordinator");
-  }
-  if (!r.AtEnd()) return Status::Internal("trailing bytes after a response list");
-  *out = std::move(list);
-  return Status::OK();
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {

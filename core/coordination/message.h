@@ -35,11 +35,6 @@ struct Request {
   bool SameParams(const Request& o) const;
 };
 
-struct RequestList {
-  bool shutdown = false;
-  std::vector<Request> requests;
-};
-
 // The coordinator's decision for one tensor (or, after fusion, several).
 struct Response {
   OpType type = OpType::kAllreduce;
@@ -52,10 +47,12 @@ struct Response {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
-  // Per tensor, in names order:
-  //  allreduce/broadcast/reducescatter: element count, then the shape;
-  //  allgather: dim0 of every rank (size entries) per tensor;
-  //  alltoall: the size x size split matrix (row = sender).
+  // Per tensor, in names order (fusion concatenates the tensors' runs):
+  //  allreduce/broadcast/reducescatter: its element count (one entry);
+  //  allgather: the elements of one row (dims 1..n multiplied), then dim 0
+  //    of every rank of the set (1 + size entries);
+  //  alltoall (never fused): the elements of one row, then the size x size
+  //    matrix of rows sent, row = sender, column = receiver (1 + size^2).
   std::vector<int64_t> sizes;
   std::vector<int64_t> shape;  // single-tensor shape (for joined ranks and results)
   std::vector<int32_t> joined_ranks;
@@ -67,16 +64,9 @@ struct Response {
 // output: a steady-state cycle hands on hundreds of cached ones.
 using ResponsePtr = std::shared_ptr<const Response>;
 
-struct ResponseList {
-  bool shutdown = false;
-  std::vector<int32_t> shutdown_ranks;
-  std::vector<Response> responses;
-};
-
-std::string EncodeRequestList(const RequestList& list);
-Status DecodeRequestList(const std::string& bytes, RequestList* out);
-std::string EncodeResponseList(const ResponseList& list);
-Status DecodeResponseList(const std::string& bytes, ResponseList* out);
+// Wire encodings (coordination/protocol.h frames them into messages).
+void EncodeRequest(const Request& q, class WireWriter* w);
+bool DecodeRequest(class WireReader* r, Request* out);
 void EncodeResponse(const Response& r, class WireWriter* w);
 bool DecodeResponse(class WireReader* r, Response* out);
 

@@ -1,7 +1,8 @@
 // Remembers the responses of tensors negotiated before, so that a training
-// loop's repeated tensors are agreed on by one bit-vector allreduce instead
-// of a trip through the coordinator. Every rank applies the same sequence of
-// Put/Touch/Erase, so slot positions agree across ranks.
+// loop's repeated tensors are agreed on by cache slot instead of a full
+// request. The coordinator owns the slot assignment (least recently used
+// eviction); every member mirrors it by applying the coordinator's
+// Put/Erase decisions, so slot numbers mean the same tensor everywhere.
 #pragma once
 
 #include <list>
@@ -26,15 +27,22 @@ class ResponseCache {
   // kHit: same name and parameters as cached (slot in *position);
   // kInvalid: same name, different parameters (the slot must be evicted).
   State Lookup(const Request& request, int* position) const;
-  // Caches a single-tensor response with this rank's request; evicts the
-  // least recently used slot when full. Returns the slot.
-  int Put(const Response& response, const Request& request);
+  // The slot holding `name`, or -1.
+  int Find(const std::string& name) const;
+  // Coordinator: caches a single-tensor response under the request's name in
+  // a free slot, evicting the least recently used one when full (its slot
+  // in *evicted, else -1). Returns the slot.
+  int Put(const Response& response, const Request& request, int* evicted);
+  // Member: caches at the slot the coordinator chose (with this rank's own
+  // request, which its later lookups compare against).
+  void PutAt(int position, const Response& response, const Request& request);
   const ResponsePtr& response(int position) const { return slots_[position].response; }
   const Request& request(int position) const { return slots_[position].request; }
-  bool used(int position) const { return slots_[position].used; }
+  bool used(int position) const {
+    return position >= 0 && position < capacity_ && slots_[position].used;
+  }
   void Touch(int position);
   void Erase(int position);
-  void Clear();
 
  private:
   struct Slot {

@@ -15,7 +15,7 @@
 namespace hvd {
 
 // dst[i] = src[i] * factor for i < count, dst == src allowed. Arithmetic as
-// on the host (core/reduce.h): float for 16/32-bit floats, double for
+// on the host (core/common/reduce.h): float for 16/32-bit floats, double for
 // float64, integers rounded to nearest. factor 1 is a plain copy (or nothing).
 Status ScaleCopyAsync(void* dst, const void* src, int64_t count, DataType dt, double factor,
                       cudaStream_t stream);

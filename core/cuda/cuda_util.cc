@@ -69,50 +69,42 @@ Status CudaEvent::Create() {
                     "cudaEventCreateWithFlags");
 }
 
-DeviceBuffer::~DeviceBuffer() {
-  Free();
+namespace {
+
+// How each kind of CudaBuffer allocates and frees.
+cudaError_t Allocate(CudaMemory kind, void** p, size_t bytes) {
+  return kind == CudaMemory::kDevice ? cudaMalloc(p, bytes) : cudaMallocHost(p, bytes);
 }
 
-void DeviceBuffer::Free() {
-  if (ptr_) (void)cudaFree(ptr_);
+void Release(CudaMemory kind, void* p) {
+  (void)(kind == CudaMemory::kDevice ? cudaFree(p) : cudaFreeHost(p));
+}
+
+}  // namespace
+
+template <CudaMemory K>
+void CudaBuffer<K>::Free() {
+  if (ptr_) Release(K, ptr_);
   ptr_ = nullptr;
   bytes_ = 0;
 }
 
-Status DeviceBuffer::Reserve(int64_t bytes) {
+template <CudaMemory K>
+Status CudaBuffer<K>::Reserve(int64_t bytes) {
   if (bytes <= bytes_) return Status::OK();
   Free();
-  const cudaError_t e = cudaMalloc(&ptr_, static_cast<size_t>(bytes));
+  const cudaError_t e = Allocate(K, &ptr_, static_cast<size_t>(bytes));
   if (e != cudaSuccess) {
     ptr_ = nullptr;
     (void)cudaGetLastError();  // out-of-memory is not sticky; clear it
-    return CudaStatus(e, ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str());
+    const char* what = K == CudaMemory::kDevice ? "cudaMalloc of " : "cudaMallocHost of ";
+    return CudaStatus(e, (what + std::to_string(bytes) + " bytes").c_str());
   }
   bytes_ = bytes;
   return Status::OK();
 }
 
-PinnedBuffer::~PinnedBuffer() {
-  Free();
-}
-
-void PinnedBuffer::Free() {
-  if (ptr_) (void)cudaFreeHost(ptr_);
-  ptr_ = nullptr;
-  bytes_ = 0;
-}
-
-Status PinnedBuffer::Reserve(int64_t bytes) {
-  if (bytes <= bytes_) return Status::OK();
-  Free();
-  const cudaError_t e = cudaMallocHost(&ptr_, static_cast<size_t>(bytes));
-  if (e != cudaSuccess) {
-    ptr_ = nullptr;
-    (void)cudaGetLastError();  // out-of-memory is not sticky; clear it
-    return CudaStatus(e, ("cudaMallocHost of " + std::to_string(bytes) + " bytes").c_str());
-  }
-  bytes_ = bytes;
-  return Status::OK();
-}
+template class CudaBuffer<CudaMemory::kDevice>;
+template class CudaBuffer<CudaMemory::kPinnedHost>;
 
 }  // namespace hvd

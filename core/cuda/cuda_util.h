@@ -69,14 +69,20 @@ class CudaEvent {
   cudaEvent_t event_ = nullptr;
 };
 
-// Growable device memory on the current device. Grows by reallocating (the
-// old contents are dropped): it backs fusion and scratch buffers only.
-class DeviceBuffer {
+// Growable CUDA memory: device memory on the current device (kDevice) or
+// page-locked host memory (kPinnedHost: copies from/to it run
+// asynchronously and at full PCIe/NVLink speed, which pageable memory does
+// not). Grows by reallocating (the old contents are dropped): it backs
+// fusion, staging and scratch buffers only.
+enum class CudaMemory { kDevice, kPinnedHost };
+
+template <CudaMemory K>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CudaBuffer() = default;
+  ~CudaBuffer() { Free(); }
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
   Status Reserve(int64_t bytes);
   void* data() const { return ptr_; }
   int64_t capacity() const { return bytes_; }
@@ -87,22 +93,9 @@ class DeviceBuffer {
   int64_t bytes_ = 0;
 };
 
-// Growable page-locked host memory: copies from/to it run asynchronously
-// and at full PCIe/NVLink speed, which pageable memory does not.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer();
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  Status Reserve(int64_t bytes);
-  void* data() const { return ptr_; }
-  int64_t capacity() const { return bytes_; }
-
- private:
-  void Free();
-  void* ptr_ = nullptr;
-  int64_t bytes_ = 0;
-};
+using DeviceBuffer = CudaBuffer<CudaMemory::kDevice>;
+using PinnedBuffer = CudaBuffer<CudaMemory::kPinnedHost>;
+extern template class CudaBuffer<CudaMemory::kDevice>;
+extern template class CudaBuffer<CudaMemory::kPinnedHost>;
 
 }  // namespace hvd

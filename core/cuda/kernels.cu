@@ -1,11 +1,9 @@
 // Device kernels behind cuda_kernels.h. Kept in one small file: nvcc is slow.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <string>
 
 #include "core/cuda/cuda_kernels.h"
+#include "core/cuda/device_element.h"
 
 namespace hvd {
 namespace {
@@ -100,25 +98,9 @@ Status ScaleCopyAsync(void* dst, const void* src, int64_t n, DataType dt, double
     if (e == cudaSuccess) return Status::OK();
     return Status::Backend(std::string("CUDA: cudaMemcpyAsync: ") + cudaGetErrorString(e));
   }
-  switch (dt) {
-    case DataType::kUInt8:
-      return Launch<uint8_t>(dst, src, n, f, s);
-    case DataType::kInt8:
-      return Launch<int8_t>(dst, src, n, f, s);
-    case DataType::kInt32:
-      return Launch<int32_t>(dst, src, n, f, s);
-    case DataType::kInt64:
-      return Launch<long long>(dst, src, n, f, s);
-    case DataType::kFloat16:
-      return Launch<__half>(dst, src, n, f, s);
-    case DataType::kBFloat16:
-      return Launch<__nv_bfloat16>(dst, src, n, f, s);
-    case DataType::kFloat32:
-      return Launch<float>(dst, src, n, f, s);
-    case DataType::kFloat64:
-      return Launch<double>(dst, src, n, f, s);
-  }
-  return Status::Internal("scale: unknown dtype");
+  return VisitDataType(
+      dt, [&](auto tag) { return Launch<DeviceElementT<decltype(tag)::value>>(dst, src, n, f, s); },
+      [] { return Status::Internal("scale: unknown dtype"); });
 }
 
 Status BatchedCopyAsync(const CopyRegion* regions, size_t n, cudaStream_t s) {

@@ -1,10 +1,8 @@
 #include "core/gpu/gpu_exec.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "core/backends/staging/staging_comm.h"
 #include "core/common/logging.h"
@@ -51,39 +49,7 @@ class CudaMemOps : public MemOps {
   DeviceBuffer fusion_;
 };
 
-double GpuTimeoutSeconds() {
-  const char* v = GetEnv("GPU_TIMEOUT_SECONDS");
-  if (!v) return 600.0;
-  char* end = nullptr;
-  double d = std::strtod(v, &end);
-  return end && *end == '\0' ? d : 600.0;
-}
-
-std::string HostKey() {
-  if (const char* h = std::getenv("HVD_HOSTNAME")) return h;
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
-
 }  // namespace
-
-Status ParseGpuOperations(const char* v, bool nccl_built, GpuOperations* out) {
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "auto" || s == "AUTO") {
-    *out = nccl_built ? GpuOperations::kNccl : GpuOperations::kStaging;
-  } else if (s == "nccl" || s == "NCCL") {
-    if (!nccl_built) {
-      return Status::Unsupported("HVD_GPU_OPERATIONS=nccl, but this libhvd was built without NCCL");
-    }
-    *out = GpuOperations::kNccl;
-  } else if (s == "mpi" || s == "MPI" || s == "gloo" || s == "GLOO") {
-    *out = GpuOperations::kStaging;
-  } else {
-    return Status::Invalid("HVD_GPU_OPERATIONS='" + s + "' (expected nccl, mpi, gloo or auto)");
-  }
-  return Status::OK();
-}
 
 // hvd's GPU state for one process set on one device. Members are declared
 // in dependency order: destruction runs bottom-up, so communicators go
@@ -96,9 +62,23 @@ struct GpuDevice {
   std::unique_ptr<Comm> comm;
 };
 
+// What a GpuSet needs of the set and of the configuration.
+struct GpuSetParams {
+  int32_t set_id = 0;
+  Comm* controller = nullptr;
+  Comm* data = nullptr;
+  GpuOperations operations = GpuOperations::kAuto;
+  double timeout_seconds = 600.0;
+  bool hierarchical_allreduce = false;
+  std::string host;
+};
+
 class GpuSet {
  public:
-  Status Get(ProcessSet& ps, const Config& config, int device, GpuDevice** out) {
+  explicit GpuSet(GpuSetParams p) : p_(std::move(p)) {}
+  const GpuSetParams& params() const { return p_; }
+
+  Status Get(int device, GpuDevice** out) {
     auto it = devices_.find(device);
     if (it != devices_.end()) {
       *out = it->second.get();
@@ -109,7 +89,7 @@ class GpuSet {
     HVD_RETURN_IF_ERROR(d->stream.Create());
     HVD_RETURN_IF_ERROR(d->ready.Create());
     d->mem = std::make_unique<CudaMemOps>(&d->stream);
-    HVD_RETURN_IF_ERROR(MakeComm(ps, config, d.get()));
+    HVD_RETURN_IF_ERROR(MakeComm(d.get()));
     *out = d.get();
     devices_[device] = std::move(d);
     return Status::OK();
@@ -117,55 +97,71 @@ class GpuSet {
   int last_device = -1;
 
  private:
-  Status MakeComm(ProcessSet& ps, const Config& config, GpuDevice* d) {
+  Status MakeComm(GpuDevice* d) {
 #ifdef HVD_HAVE_NCCL
-    const bool nccl_built = true;
-#else
-    const bool nccl_built = false;
-#endif
-    GpuOperations how = GpuOperations::kStaging;
-    HVD_RETURN_IF_ERROR(ParseGpuOperations(GetEnv("GPU_OPERATIONS"), nccl_built, &how));
-    if (how == GpuOperations::kStaging) {
-      d->comm = std::make_unique<StagingComm>(ps.data_comm.get(), &d->stream);
+    if (p_.operations == GpuOperations::kStaging) {
+      d->comm = std::make_unique<StagingComm>(p_.data, &d->stream);
       return Status::OK();
     }
-#ifdef HVD_HAVE_NCCL
-    const double timeout = GpuTimeoutSeconds();
     std::unique_ptr<NcclComm> flat;
-    HVD_RETURN_IF_ERROR(NcclComm::Create(ps.controller_comm.get(), &d->stream, timeout, &flat));
-    if (!config.hierarchical_allreduce) {
+    HVD_RETURN_IF_ERROR(NcclComm::Create(p_.controller, &d->stream, p_.timeout_seconds, &flat));
+    if (!p_.hierarchical_allreduce) {
       d->comm = std::move(flat);
       return Status::OK();
     }
+    return MakeHierarchicalComm(d, std::move(flat));
+#else
+    if (p_.operations == GpuOperations::kNccl) {
+      return Status::Unsupported("HVD_GPU_OPERATIONS=nccl, but this libhvd was built without NCCL");
+    }
+    d->comm = std::make_unique<StagingComm>(p_.data, &d->stream);
+    return Status::OK();
+#endif
+  }
+
+#ifdef HVD_HAVE_NCCL
+  Status MakeHierarchicalComm(GpuDevice* d, std::unique_ptr<NcclComm> flat) {
     std::vector<std::string> hosts;
-    HVD_RETURN_IF_ERROR(ps.controller_comm->AllgatherBytes(HostKey(), &hosts));
-    HierarchyPlan plan = PlanHierarchy(hosts, ps.rank());
+    HVD_RETURN_IF_ERROR(AllgatherBytes(*p_.controller, p_.host, &hosts));
+    HierarchyPlan plan = PlanHierarchy(hosts, p_.controller->rank());
     if (!plan.usable) {
       // Every rank sees the same hosts, so all take this branch together.
-      HVD_LOG(kInfo) << "hierarchical allreduce off for process set " << ps.id << ": "
+      HVD_LOG(kInfo) << "hierarchical allreduce off for process set " << p_.set_id << ": "
                      << plan.reason;
       d->comm = std::move(flat);
       return Status::OK();
     }
-    const std::string tag = "gpu.set" + std::to_string(ps.id) + ".dev" + std::to_string(d->device);
+    const std::string tag =
+        "gpu.set" + std::to_string(p_.set_id) + ".dev" + std::to_string(d->device);
     std::unique_ptr<Comm> local_ctrl, cross;
-    HVD_RETURN_IF_ERROR(ps.controller_comm->Split(
+    HVD_RETURN_IF_ERROR(p_.controller->Split(
         plan.local_ranks, tag + ".local" + std::to_string(plan.host_index), &local_ctrl));
     std::unique_ptr<NcclComm> local;
-    HVD_RETURN_IF_ERROR(NcclComm::Create(local_ctrl.get(), &d->stream, timeout, &local));
-    HVD_RETURN_IF_ERROR(ps.data_comm->Split(
-        plan.cross_ranks, tag + ".cross" + std::to_string(plan.local_rank), &cross));
+    HVD_RETURN_IF_ERROR(NcclComm::Create(local_ctrl.get(), &d->stream, p_.timeout_seconds, &local));
+    HVD_RETURN_IF_ERROR(
+        p_.data->Split(plan.cross_ranks, tag + ".cross" + std::to_string(plan.local_rank), &cross));
     d->comm = std::make_unique<HierarchicalComm>(
         std::move(flat), std::move(local), std::move(local_ctrl), std::move(cross), &d->stream);
     return Status::OK();
-#else
-    (void)config;
-    return Status::Internal("NCCL chosen in a build without NCCL");
-#endif
   }
+#endif
 
+  GpuSetParams p_;
   std::map<int, std::unique_ptr<GpuDevice>> devices_;
 };
+
+std::shared_ptr<GpuSet> MakeGpuSet(int32_t set_id, Comm* controller, Comm* data,
+                                   const Config& config) {
+  GpuSetParams p;
+  p.set_id = set_id;
+  p.controller = controller;
+  p.data = data;
+  p.operations = config.gpu_operations;
+  p.timeout_seconds = config.gpu_timeout_seconds;
+  p.hierarchical_allreduce = config.hierarchical_allreduce;
+  p.host = config.launch.host;
+  return std::make_shared<GpuSet>(std::move(p));
+}
 
 namespace {
 
@@ -201,19 +197,18 @@ ResultAllocator DeviceResultAllocator(HandleState* handle) {
 
 }  // namespace
 
-Status ExecuteOnGpu(ProcessSet& ps, const Config& config, const Response& r,
-                    std::vector<TensorEntry*>& entries, ExecContext& ctx, Executor exec) {
+Status ExecuteOnGpu(GpuSet& gpu, const Response& r, std::vector<TensorEntry*>& entries,
+                    ExecContext& ctx, Executor exec) {
   if (CudaDeviceCount() == 0) {
     return Status::Unsupported("a CUDA tensor was submitted but no CUDA device is usable here");
   }
-  if (!ps.gpu) ps.gpu = std::make_shared<GpuSet>();
   int device = 0;
-  HVD_RETURN_IF_ERROR(LocalDevice(*ps.gpu, entries, &device));
+  HVD_RETURN_IF_ERROR(LocalDevice(gpu, entries, &device));
   CudaDeviceGuard guard(device);
   HVD_RETURN_IF_ERROR(guard.status());
   GpuDevice* d = nullptr;
-  HVD_RETURN_IF_ERROR(ps.gpu->Get(ps, config, device, &d));
-  ps.gpu->last_device = device;
+  HVD_RETURN_IF_ERROR(gpu.Get(device, &d));
+  gpu.last_device = device;
 
   // Order hvd's stream after the producers of the inputs. Without an
   // explicit stream, the legacy default stream is the best guess (it is
@@ -238,7 +233,7 @@ Status ExecuteOnGpu(ProcessSet& ps, const Config& config, const Response& r,
   Status s = exec(ctx, r, entries);
   // The handle completes only when the results are in memory: callers may
   // read them from any stream (or the host) after hvd_wait.
-  Status w = d->stream.Wait(GpuTimeoutSeconds());
+  Status w = d->stream.Wait(gpu.params().timeout_seconds);
   return s.ok() ? w : s;
 }
 

@@ -7,30 +7,30 @@
 //     NCCL, or host staging over the CPU backend) and device memory ops
 //     (scale kernels, batched fusion copies, a device fusion buffer);
 //  4. waits for the stream before the handles complete.
-// The per-set state (GpuSet) is created on the first CUDA response of the
-// set: every member executes that response, so creating the NCCL
-// communicator there is collective-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "core/backends/comm.h"
 #include "core/common/config.h"
 #include "core/ops/op.h"
-#include "core/runtime/process_set.h"
 
 namespace hvd {
 
+// The GPU state of one process set: per device, hvd's stream, a device
+// fusion buffer and the GPU communicator. Empty until the set's first CUDA
+// response: every member executes that response, so creating the NCCL
+// communicator there is collective-safe. `controller` and `data` are the
+// set's host communicators (negotiation, CPU operations); they must outlive
+// the GpuSet. `config` gives HVD_GPU_OPERATIONS, HVD_GPU_TIMEOUT_SECONDS,
+// HVD_HIERARCHICAL_ALLREDUCE and this rank's host.
 class GpuSet;
+std::shared_ptr<GpuSet> MakeGpuSet(int32_t set_id, Comm* controller, Comm* data,
+                                   const Config& config);
 
-// How GPU data moves, from HVD_GPU_OPERATIONS: "nccl" (default when built)
-// or "mpi"/"gloo" (staging through pinned host memory over the set's CPU
-// operations backend; the value only selects staging, the backend is
-// HVD_CPU_OPERATIONS's).
-enum class GpuOperations { kNccl, kStaging };
-Status ParseGpuOperations(const char* value, bool nccl_built, GpuOperations* out);
-
-Status ExecuteOnGpu(ProcessSet& ps, const Config& config, const Response& r,
-                    std::vector<TensorEntry*>& entries, ExecContext& ctx, Executor exec);
+Status ExecuteOnGpu(GpuSet& gpu, const Response& r, std::vector<TensorEntry*>& entries,
+                    ExecContext& ctx, Executor exec);
 
 }  // namespace hvd

@@ -27,106 +27,124 @@ bool Adjacent(const std::vector<TensorEntry*>& entries, const Response& r, int64
   return !entries.empty() && entries[0] != nullptr;
 }
 
-}  // namespace
+// What every path of one allreduce needs to know.
+struct Reduction {
+  DataType dt;
+  int64_t esize;
+  ReduceOp wire_op;  // average: a sum, then scaled
+  double post;       // postscale, times 1/size for average
+};
 
-Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries) {
-  const DataType dt = r.dtype;
-  const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
-  const ReduceOp wire_op = r.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : r.reduce_op;
-  const double post =
-      r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / ctx.comm->size() : 1.0);
+// The backend call, as one timeline activity.
+Status Collective(ExecContext& ctx, const Response& r, const Reduction& x, const void* in,
+                  void* out, int64_t n) {
+  ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+  return in == out ? ctx.comm->Allreduce(out, n, x.dt, x.wire_op)
+                   : ctx.comm->AllreduceFrom(in, out, n, x.dt, x.wire_op);
+}
+
+// One tensor: in place in the caller's output (or, for a joined rank,
+// zeros in the fusion buffer).
+Status RunSingle(ExecContext& ctx, const Response& r, const Reduction& x, TensorEntry* e) {
   MemOps& mem = ctx.ops();
+  const int64_t n = r.sizes[0];
+  if (e && r.prescale == 1.0 && e->input != e->output && r.device.kind == DeviceKind::kCPU) {
+    // Out of place on the host: the backend reads the input directly
+    // instead of a copy first (one pass over the data less).
+    HVD_RETURN_IF_ERROR(Collective(ctx, r, x, e->input, e->output, n));
+    return mem.ScaleCopy(e->output, e->output, n, x.dt, x.post);
+  }
+  void* buf;
+  if (e) {
+    buf = e->output;
+    HVD_RETURN_IF_ERROR(mem.ScaleCopy(buf, e->input, n, x.dt, r.prescale));
+  } else {  // joined: contribute zeros
+    HVD_RETURN_IF_ERROR(mem.Fusion(n * x.esize, &buf));
+    HVD_RETURN_IF_ERROR(mem.Zero(buf, n, x.dt));
+  }
+  HVD_RETURN_IF_ERROR(Collective(ctx, r, x, buf, buf, n));
+  if (e) HVD_RETURN_IF_ERROR(mem.ScaleCopy(buf, buf, n, x.dt, x.post));
+  return Status::OK();
+}
 
-  if (entries.size() == 1) {
-    TensorEntry* e = entries[0];
-    const int64_t n = r.sizes[0];
-    void* buf;
-    if (e && r.prescale == 1.0 && e->input != e->output && r.device.kind == DeviceKind::kCPU) {
-      // Out of place on the host: the backend reads the input directly
-      // instead of a copy first (one pass over the data less).
-      {
-        ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
-        HVD_RETURN_IF_ERROR(ctx.comm->AllreduceFrom(e->input, e->output, n, dt, wire_op));
-      }
-      return mem.ScaleCopy(e->output, e->output, n, dt, post);
-    }
-    if (e) {
-      buf = e->output;
-      HVD_RETURN_IF_ERROR(mem.ScaleCopy(buf, e->input, n, dt, r.prescale));
-    } else {  // joined: contribute zeros
-      HVD_RETURN_IF_ERROR(mem.Fusion(n * esize, &buf));
-      HVD_RETURN_IF_ERROR(mem.Zero(buf, n, dt));
-    }
-    {
-      ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
-      HVD_RETURN_IF_ERROR(ctx.comm->Allreduce(buf, n, dt, wire_op));
-    }
-    if (e) HVD_RETURN_IF_ERROR(mem.ScaleCopy(buf, buf, n, dt, post));
-    return Status::OK();
-  }
-
-  int64_t total = 0;
-  for (auto n : r.sizes) total += n;
-  if (r.prescale == 1.0 && r.device.kind == DeviceKind::kCPU && Adjacent(entries, r, esize)) {
-    const auto* in = static_cast<const uint8_t*>(entries[0]->input);
-    auto* out = static_cast<uint8_t*>(entries[0]->output);
-    const int64_t bytes = total * esize;
-    const bool disjoint = out + bytes <= in || in + bytes <= out;
-    if (in == out || disjoint) {
-      {
-        ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
-        HVD_RETURN_IF_ERROR(in == out ? ctx.comm->Allreduce(out, total, dt, wire_op)
-                                      : ctx.comm->AllreduceFrom(in, out, total, dt, wire_op));
-      }
-      return mem.ScaleCopy(out, out, total, dt, post);
-    }
-  }
-  void* fusion = nullptr;
-  HVD_RETURN_IF_ERROR(mem.Fusion(total * esize, &fusion));
-  auto* base = static_cast<uint8_t*>(fusion);
-  {
-    ScopedActivity a(ctx.timeline, r, "MEMCPY_IN_FUSION_BUFFER");
-    // Unscaled inputs are packed in one batch; scaled ones need the kernel.
-    std::vector<MemOps::Region> copies;
-    int64_t off = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const int64_t n = r.sizes[i];
-      uint8_t* dst = base + off * esize;
-      if (!entries[i]) {
-        HVD_RETURN_IF_ERROR(mem.Zero(dst, n, dt));
-      } else if (r.prescale == 1.0) {
-        copies.push_back({dst, entries[i]->input, n * esize});
-      } else {
-        HVD_RETURN_IF_ERROR(mem.ScaleCopy(dst, entries[i]->input, n, dt, r.prescale));
-      }
-      off += n;
-    }
-    HVD_RETURN_IF_ERROR(mem.CopyRegions(copies));
-  }
-  {
-    ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
-    HVD_RETURN_IF_ERROR(ctx.comm->Allreduce(base, total, dt, wire_op));
-  }
-  ScopedActivity a(ctx.timeline, r, "MEMCPY_OUT_FUSION_BUFFER");
-  // On a device, one scale kernel over the buffer and one batched copy
-  // beat a launch per tensor; on the host, scaling while copying out saves
-  // a pass over memory.
-  const bool scale_in_place = post != 1.0 && ctx.mem != nullptr;
-  if (scale_in_place) HVD_RETURN_IF_ERROR(mem.ScaleCopy(base, base, total, dt, post));
+// Copies (and prescales) every input into the fusion buffer; zeros for
+// joined ranks. Unscaled inputs are packed in one batch.
+Status PackFusion(ExecContext& ctx, const Response& r, const Reduction& x,
+                  const std::vector<TensorEntry*>& entries, uint8_t* base) {
+  MemOps& mem = ctx.ops();
+  ScopedActivity a(ctx.timeline, r, "MEMCPY_IN_FUSION_BUFFER");
   std::vector<MemOps::Region> copies;
   int64_t off = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const int64_t n = r.sizes[i];
-    uint8_t* src = base + off * esize;
+    uint8_t* dst = base + off * x.esize;
+    if (!entries[i]) {
+      HVD_RETURN_IF_ERROR(mem.Zero(dst, n, x.dt));
+    } else if (r.prescale == 1.0) {
+      copies.push_back({dst, entries[i]->input, n * x.esize});
+    } else {
+      HVD_RETURN_IF_ERROR(mem.ScaleCopy(dst, entries[i]->input, n, x.dt, r.prescale));
+    }
+    off += n;
+  }
+  return mem.CopyRegions(copies);
+}
+
+// Copies (and postscales) the reduced fusion buffer into the outputs.
+Status UnpackFusion(ExecContext& ctx, const Response& r, const Reduction& x,
+                    const std::vector<TensorEntry*>& entries, uint8_t* base, int64_t total) {
+  MemOps& mem = ctx.ops();
+  ScopedActivity a(ctx.timeline, r, "MEMCPY_OUT_FUSION_BUFFER");
+  // On a device, one scale kernel over the buffer and one batched copy
+  // beat a launch per tensor; on the host, scaling while copying out saves
+  // a pass over memory.
+  const bool scale_in_place = x.post != 1.0 && ctx.mem != nullptr;
+  if (scale_in_place) HVD_RETURN_IF_ERROR(mem.ScaleCopy(base, base, total, x.dt, x.post));
+  std::vector<MemOps::Region> copies;
+  int64_t off = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const int64_t n = r.sizes[i];
+    uint8_t* src = base + off * x.esize;
     off += n;
     if (!entries[i]) continue;
-    if (post == 1.0 || scale_in_place) {
-      copies.push_back({entries[i]->output, src, n * esize});
+    if (x.post == 1.0 || scale_in_place) {
+      copies.push_back({entries[i]->output, src, n * x.esize});
     } else {
-      HVD_RETURN_IF_ERROR(mem.ScaleCopy(entries[i]->output, src, n, dt, post));
+      HVD_RETURN_IF_ERROR(mem.ScaleCopy(entries[i]->output, src, n, x.dt, x.post));
     }
   }
   return mem.CopyRegions(copies);
+}
+
+}  // namespace
+
+Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries) {
+  Reduction x;
+  x.dt = r.dtype;
+  x.esize = static_cast<int64_t>(DataTypeSize(x.dt));
+  x.wire_op = r.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : r.reduce_op;
+  x.post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / ctx.comm->size() : 1.0);
+  if (entries.size() == 1) return RunSingle(ctx, r, x, entries[0]);
+
+  MemOps& mem = ctx.ops();
+  int64_t total = 0;
+  for (auto n : r.sizes) total += n;
+  if (r.prescale == 1.0 && r.device.kind == DeviceKind::kCPU && Adjacent(entries, r, x.esize)) {
+    const auto* in = static_cast<const uint8_t*>(entries[0]->input);
+    auto* out = static_cast<uint8_t*>(entries[0]->output);
+    const int64_t bytes = total * x.esize;
+    const bool disjoint = out + bytes <= in || in + bytes <= out;
+    if (in == out || disjoint) {
+      HVD_RETURN_IF_ERROR(Collective(ctx, r, x, in, out, total));
+      return mem.ScaleCopy(out, out, total, x.dt, x.post);
+    }
+  }
+  void* fusion = nullptr;
+  HVD_RETURN_IF_ERROR(mem.Fusion(total * x.esize, &fusion));
+  auto* base = static_cast<uint8_t*>(fusion);
+  HVD_RETURN_IF_ERROR(PackFusion(ctx, r, x, entries, base));
+  HVD_RETURN_IF_ERROR(Collective(ctx, r, x, base, base, total));
+  return UnpackFusion(ctx, r, x, entries, base, total);
 }
 
 }  // namespace hvd

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <sstream>
 
-#include "core/common/config.h"
 #include "core/rendezvous/elastic_keys.h"
 #include "core/rendezvous/kv_client.h"
 
@@ -15,7 +13,6 @@ namespace hvd {
 namespace elastic {
 namespace {
 
-constexpr double kDefaultTimeoutSeconds = 600.0;
 // Store requests that should answer at once (the server is local to the job).
 constexpr double kConnectSeconds = 30.0;
 
@@ -24,19 +21,6 @@ int64_t g_round = -1;
 // Kept for HostsUpdated, which runs once per commit: reconnecting each time
 // would cost a TCP + HMAC handshake.
 std::unique_ptr<KVClient> g_client;
-
-double TimeoutSeconds() {
-  const char* v = GetEnv("ELASTIC_TIMEOUT");
-  if (v == nullptr) return kDefaultTimeoutSeconds;
-  char* end = nullptr;
-  double s = std::strtod(v, &end);
-  return (end != v && *end == '\0' && s > 0) ? s : kDefaultTimeoutSeconds;
-}
-
-std::string WorkerId() {
-  const char* id = GetEnv("WORKER_ID");
-  return id ? id : "";
-}
 
 Status ReadRound(KVClient* client, int64_t* round) {
   return client->Add(RoundKey(), 0, round);  // adding 0 reads the integer
@@ -55,13 +39,7 @@ Status ParseAssignment(const std::string& text, Assignment* out) {
 
 }  // namespace
 
-bool Enabled() {
-  const char* v = GetEnv("ELASTIC");
-  return v != nullptr && std::string(v) == "1";
-}
-
-Status JoinNextRound(KVClient* client, Assignment* out) {
-  const std::string id = WorkerId();
+Status JoinNextRound(KVClient* client, const std::string& id, double timeout, Assignment* out) {
   if (id.empty()) {
     return Status::Invalid(
         "elastic: HVD_ELASTIC=1 but HVD_WORKER_ID is not set (start with hvdrun)");
@@ -71,7 +49,6 @@ Status JoinNextRound(KVClient* client, Assignment* out) {
     int64_t ignored = 0;
     HVD_RETURN_IF_ERROR(client->Add(ResetKey(last), 1, &ignored));
   }
-  const double timeout = TimeoutSeconds();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
   auto left = [&] {
     return std::max(
@@ -114,12 +91,12 @@ int64_t CurrentRound() {
   return g_round;
 }
 
-Status HostsUpdated(bool* updated) {
+Status HostsUpdated(bool enabled, const RendezvousEndpoint& store, bool* updated) {
   *updated = false;
-  if (!Enabled()) return Status::OK();
+  if (!enabled) return Status::OK();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_round < 0) return Status::NotInitialized();
-  if (!g_client) HVD_RETURN_IF_ERROR(KVClient::ConnectFromEnvironment(kConnectSeconds, &g_client));
+  if (!g_client) HVD_RETURN_IF_ERROR(KVClient::Connect(store, kConnectSeconds, &g_client));
   int64_t latest = 0;
   Status s = ReadRound(g_client.get(), &latest);
   if (!s.ok()) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/common/launch_env.h"
 #include "core/common/status.h"
 
 namespace hvd {
@@ -16,28 +17,28 @@ class KVClient;
 
 namespace elastic {
 
-// True when HVD_ELASTIC (or HOROVOD_ELASTIC) is 1.
-bool Enabled();
-
 struct Assignment {
   int64_t round = -1;
   int rank = 0;
   int size = 1;
 };
 
-// Waits (up to HVD_ELASTIC_TIMEOUT seconds, default 600) for a round newer
-// than the last joined one and reads this worker's place in it. When this
-// worker already joined a round, it first asks the launcher for a new one
-// (a failure the launcher cannot see, e.g. a timeout, must not leave the
-// workers waiting for a round that never comes). Remembers the round.
-Status JoinNextRound(KVClient* client, Assignment* out);
+// Waits (up to timeout_seconds: HVD_ELASTIC_TIMEOUT) for a round newer than
+// the last joined one and reads the place of worker `worker_id`
+// (HVD_WORKER_ID) in it. When this worker already joined a round, it first
+// asks the launcher for a new one (a failure the launcher cannot see, e.g. a
+// timeout, must not leave the workers waiting for a round that never comes).
+// Remembers the round.
+Status JoinNextRound(KVClient* client, const std::string& worker_id, double timeout_seconds,
+                     Assignment* out);
 
 // The round joined by the last successful JoinNextRound; -1 before.
 int64_t CurrentRound();
 
 // Whether the launcher published a round newer than CurrentRound(): hosts
-// or workers were added or lost. false outside elastic mode.
-Status HostsUpdated(bool* updated);
+// or workers were added or lost. false when `enabled` (HVD_ELASTIC) is not
+// set; `store` is where to ask.
+Status HostsUpdated(bool enabled, const RendezvousEndpoint& store, bool* updated);
 
 }  // namespace elastic
 }  // namespace hvd

@@ -211,29 +211,31 @@ Status KVClient::Connect(const std::string& host, int port, const std::string& s
   return Status::OK();
 }
 
-Status KVClient::ConnectFromEnvironment(double timeout_seconds, std::unique_ptr<KVClient>* out) {
-  const char* addr = std::getenv("HVD_RENDEZVOUS_ADDR");
-  const char* port = std::getenv("HVD_RENDEZVOUS_PORT");
-  const char* secret_hex = std::getenv("HVD_RENDEZVOUS_SECRET");
-  if (addr == nullptr || *addr == '\0' || port == nullptr || *port == '\0') {
+Status KVClient::Connect(const RendezvousEndpoint& store, double timeout_seconds,
+                         std::unique_ptr<KVClient>* out) {
+  if (store.addr.empty() || store.port.empty()) {
     return Status::Invalid(
         "HVD_RENDEZVOUS_ADDR and HVD_RENDEZVOUS_PORT are not set: start the job with hvdrun (or "
         "set them to a running rendezvous server)");
   }
-  if (secret_hex == nullptr || *secret_hex == '\0') {
+  if (store.secret_hex.empty()) {
     return Status::Invalid(
         "HVD_RENDEZVOUS_SECRET is not set: the rendezvous server refuses "
         "unauthenticated clients");
   }
   char* end = nullptr;
-  long port_num = std::strtol(port, &end, 10);
+  long port_num = std::strtol(store.port.c_str(), &end, 10);
   if (*end != '\0' || port_num <= 0 || port_num > 65535) {
-    return Status::Invalid(std::string("HVD_RENDEZVOUS_PORT='") + port + "' is not a port number");
+    return Status::Invalid("HVD_RENDEZVOUS_PORT='" + store.port + "' is not a port number");
   }
   std::string secret;
-  Status s = rendezvous::HexDecode(secret_hex, &secret);
+  Status s = rendezvous::HexDecode(store.secret_hex, &secret);
   if (!s.ok()) return Status::Invalid("HVD_RENDEZVOUS_SECRET: " + s.message());
-  return Connect(addr, static_cast<int>(port_num), secret, timeout_seconds, out);
+  return Connect(store.addr, static_cast<int>(port_num), secret, timeout_seconds, out);
+}
+
+Status KVClient::ConnectFromEnvironment(double timeout_seconds, std::unique_ptr<KVClient>* out) {
+  return Connect(RendezvousFromEnvironment(), timeout_seconds, out);
 }
 
 }  // namespace hvd

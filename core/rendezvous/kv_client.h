@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/launch_env.h"
 #include "core/common/status.h"
 
 namespace hvd {
@@ -19,8 +20,12 @@ class KVClient {
   // Connects to host:port; `secret` is the job's shared secret (raw bytes).
   static Status Connect(const std::string& host, int port, const std::string& secret,
                         double timeout_seconds, std::unique_ptr<KVClient>* out);
-  // Connects with HVD_RENDEZVOUS_ADDR / HVD_RENDEZVOUS_PORT /
-  // HVD_RENDEZVOUS_SECRET (hex) from the environment.
+  // Connects to the store the launcher named (HVD_RENDEZVOUS_ADDR / _PORT /
+  // _SECRET, read by launch_env.h); a missing or malformed part is an error
+  // naming the variable.
+  static Status Connect(const RendezvousEndpoint& store, double timeout_seconds,
+                        std::unique_ptr<KVClient>* out);
+  // The same with the endpoint read from this process's environment now.
   static Status ConnectFromEnvironment(double timeout_seconds, std::unique_ptr<KVClient>* out);
 
   virtual Status Set(const std::string& key, const std::string& value) = 0;

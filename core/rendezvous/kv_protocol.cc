@@ -76,22 +76,26 @@ class Reader {
   bool failed_ = false;
 };
 
-bool KnownType(uint8_t t) {
-  switch (static_cast<MsgType>(t)) {
-    case MsgType::kAuth:
-    case MsgType::kAuthOk:
-    case MsgType::kSet:
-    case MsgType::kGet:
-    case MsgType::kAdd:
-    case MsgType::kWait:
-    case MsgType::kOk:
-    case MsgType::kValue:
-    case MsgType::kInt:
-    case MsgType::kTimeout:
-    case MsgType::kError:
-      return true;
+// Every message type and its name, for decoding and for error messages.
+struct TypeName {
+  MsgType type;
+  const char* name;
+};
+constexpr TypeName kTypeNames[] = {
+    {MsgType::kAuth, "auth"},       {MsgType::kAuthOk, "auth-ok"}, {MsgType::kSet, "set"},
+    {MsgType::kGet, "get"},         {MsgType::kAdd, "add"},        {MsgType::kWait, "wait"},
+    {MsgType::kOk, "ok"},           {MsgType::kValue, "value"},    {MsgType::kInt, "int"},
+    {MsgType::kTimeout, "timeout"}, {MsgType::kError, "error"}};
+
+const TypeName* FindType(uint8_t t) {
+  for (const auto& e : kTypeNames) {
+    if (static_cast<uint8_t>(e.type) == t) return &e;
   }
-  return false;
+  return nullptr;
+}
+
+bool KnownType(uint8_t t) {
+  return FindType(t) != nullptr;
 }
 
 // Per-type shape: how many keys a message must carry.
@@ -140,31 +144,8 @@ std::string Mac(const std::string& secret, const std::string& session, Direction
 }  // namespace
 
 const char* MsgTypeName(MsgType type) {
-  switch (type) {
-    case MsgType::kAuth:
-      return "auth";
-    case MsgType::kAuthOk:
-      return "auth-ok";
-    case MsgType::kSet:
-      return "set";
-    case MsgType::kGet:
-      return "get";
-    case MsgType::kAdd:
-      return "add";
-    case MsgType::kWait:
-      return "wait";
-    case MsgType::kOk:
-      return "ok";
-    case MsgType::kValue:
-      return "value";
-    case MsgType::kInt:
-      return "int";
-    case MsgType::kTimeout:
-      return "timeout";
-    case MsgType::kError:
-      return "error";
-  }
-  return "unknown";
+  const TypeName* e = FindType(static_cast<uint8_t>(type));
+  return e ? e->name : "unknown";
 }
 
 std::string EncodeMessage(const Message& msg) {
@@ -211,12 +192,13 @@ void AppendFrame(const std::string& body, std::string* out) {
   out->append(body);
 }
 
-FrameStatus ExtractFrame(const std::string& buffer, size_t* offset, std::string* body) {
+FrameStatus ExtractFrame(const std::string& buffer, size_t* offset, std::string* body,
+                         uint32_t max_bytes) {
   if (*offset > buffer.size() || buffer.size() - *offset < 4) return FrameStatus::kNeedMore;
   const auto* p = reinterpret_cast<const uint8_t*>(buffer.data() + *offset);
   uint32_t len = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
   if (len == 0) return FrameStatus::kEmpty;
-  if (len > kMaxFrameBytes) return FrameStatus::kTooLarge;
+  if (len > max_bytes) return FrameStatus::kTooLarge;
   if (buffer.size() - *offset - 4 < len) return FrameStatus::kNeedMore;
   body->assign(buffer, *offset + 4, len);
   *offset += 4 + len;

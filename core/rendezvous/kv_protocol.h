@@ -32,6 +32,9 @@ namespace rendezvous {
 
 constexpr uint32_t kProtocolVersion = 1;
 constexpr uint32_t kMaxFrameBytes = 64u << 20;  // 64 MiB
+// Before authentication only the auth frame (73 bytes) is legal, so a peer
+// without the secret cannot make the server buffer more than this.
+constexpr uint32_t kMaxAuthFrameBytes = 256;
 constexpr size_t kNonceBytes = 16;
 constexpr size_t kMacBytes = 32;
 constexpr size_t kMaxKeyBytes = 64u << 10;
@@ -74,9 +77,11 @@ void AppendFrame(const std::string& body, std::string* out);
 
 enum class FrameStatus { kNeedMore, kFrame, kTooLarge, kEmpty };
 // Looks for one complete frame at the start of buffer[offset, end). On kFrame
-// *body is set and *offset advanced past it. kTooLarge is reported as soon as
-// the length prefix arrives, before the body is buffered.
-FrameStatus ExtractFrame(const std::string& buffer, size_t* offset, std::string* body);
+// *body is set and *offset advanced past it. kTooLarge (longer than
+// max_bytes) is reported as soon as the length prefix arrives, before the
+// body is buffered.
+FrameStatus ExtractFrame(const std::string& buffer, size_t* offset, std::string* body,
+                         uint32_t max_bytes = kMaxFrameBytes);
 
 std::string EncodeHello(const std::string& server_nonce);
 Status DecodeHello(const std::string& body, std::string* server_nonce);

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,9 +30,90 @@ namespace {
 // An unauthenticated peer gets this long to finish the handshake, so idle
 // scanners cannot hold connections forever.
 constexpr double kHandshakeSeconds = 10.0;
-// Bound on open connections: the store serves one job, a few per rank.
+// Bound on open connections: the store serves one job, a few per rank. It is
+// lowered to fit RLIMIT_NOFILE, leaving kReservedFds to the rest of hvdrun.
 constexpr size_t kMaxConnections = 8192;
+constexpr size_t kReservedFds = 64;
+// When no connection can be shed, accepting pauses this long instead of
+// spinning on a listening socket that stays readable.
+constexpr double kAcceptPauseSeconds = 0.1;
+// Accepts per turn of the loop, so a flood of connections cannot starve the
+// ranks already connected.
+constexpr int kMaxAcceptsPerTurn = 256;
 constexpr size_t kReadChunk = 64 * 1024;
+// Peers whose refusals are counted by address; more are counted together.
+constexpr size_t kMaxLoggedPeers = 256;
+
+size_t ConnectionLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return kMaxConnections;
+  const size_t fds = static_cast<size_t>(rl.rlim_cur);
+  return fds <= 2 * kReservedFds ? kReservedFds : std::min(kMaxConnections, fds - kReservedFds);
+}
+
+// "10.0.0.9" of "10.0.0.9:51234", "[::1]" of "[::1]:51234".
+std::string HostOf(const std::string& peer) {
+  const size_t colon = peer.rfind(':');
+  return colon == std::string::npos || peer.back() == ']' ? peer : peer.substr(0, colon);
+}
+
+// Refusals are logged once per peer address and summarised at Stop(): a
+// scanner, or a stale job retrying with an old secret, would otherwise fill
+// the launcher's output with a line per attempt. Memory is bounded by
+// kMaxLoggedPeers and the fixed set of reasons.
+class RefusalLog {
+ public:
+  void Record(const std::string& peer, const char* reason, const std::string& detail,
+              bool refused) {
+    const std::string host = HostOf(peer);
+    auto it = peers_.find(host);
+    if (it == peers_.end()) {
+      if (peers_.size() >= kMaxLoggedPeers) {
+        if (unlisted_++ == 0) {
+          std::fprintf(stderr,
+                       "hvd rendezvous: refusals from more than %zu addresses; the rest are "
+                       "counted, not logged\n",
+                       kMaxLoggedPeers);
+        }
+        return;
+      }
+      it = peers_.emplace(host, Counts()).first;
+      std::fprintf(stderr,
+                   "hvd rendezvous: %s %s: %s (further refusals from %s are counted and "
+                   "summarised when the job ends)\n",
+                   refused ? "refused connection from" : "closed connection from", peer.c_str(),
+                   detail.c_str(), host.c_str());
+    }
+    ++it->second.total;
+    ++it->second.by_reason[reason];
+  }
+
+  void PrintSummary() const {
+    for (const auto& p : peers_) {
+      if (p.second.total < 2) continue;  // its one line said it all
+      std::string reasons;
+      for (const auto& r : p.second.by_reason) {
+        reasons += (reasons.empty() ? "" : ", ") + std::to_string(r.second) + " " + r.first;
+      }
+      std::fprintf(stderr, "hvd rendezvous: %s: %llu connections refused or closed in all (%s)\n",
+                   p.first.c_str(), static_cast<unsigned long long>(p.second.total),
+                   reasons.c_str());
+    }
+    if (unlisted_ > 0) {
+      std::fprintf(stderr,
+                   "hvd rendezvous: %llu more connections refused or closed from other addresses\n",
+                   static_cast<unsigned long long>(unlisted_));
+    }
+  }
+
+ private:
+  struct Counts {
+    uint64_t total = 0;
+    std::map<std::string, uint64_t> by_reason;  // keys: the fixed reasons of Drop()
+  };
+  std::map<std::string, Counts> peers_;
+  uint64_t unlisted_ = 0;
+};
 
 struct Conn {
   UniqueFd fd;
@@ -62,12 +144,24 @@ struct KVServer::Impl {
   int port = 0;
   std::string secret;
   std::map<std::string, std::string> store;
-  std::map<int, std::unique_ptr<Conn>> conns;
+  // Keyed by accept order, so the first unauthenticated entry is the oldest.
+  std::map<uint64_t, std::unique_ptr<Conn>> conns;
+  uint64_t next_serial = 0;
+  size_t max_conns = kMaxConnections;
+  Deadline accept_paused = Deadline::After(0);
+  RefusalLog refusal_log;
   mutable std::mutex stats_mu;
   KVServerStats stats;
 
   void Run();
+  // The descriptors to poll (wake pipe, listener, connections) and the
+  // poll timeout in ms (-1: none) from the nearest deadline.
+  int PollSet(std::vector<pollfd>* fds, std::vector<Conn*>* polled);
+  void ExpireDeadlines();
+  void ProcessParkedInput();
+  void ReapClosed();
   void Accept();
+  bool ShedOldestUnauthenticated();
   void OnReadable(Conn* c);
   void OnWritable(Conn* c);
   void ProcessInput(Conn* c);
@@ -75,7 +169,9 @@ struct KVServer::Impl {
   void HandleRequest(Conn* c, uint64_t counter, const Message& req);
   bool TryComplete(Conn* c);  // answers a parked request if it can
   void Reply(Conn* c, uint64_t counter, const Message& reply);
-  void Drop(Conn* c, const std::string& why, bool refused);
+  // reason: one of a few fixed phrases (the log counts by it); detail: the
+  // line logged for the peer's first refusal.
+  void Drop(Conn* c, const char* reason, const std::string& detail, bool refused);
   void WakeWaiters();
 };
 
@@ -134,6 +230,7 @@ Status KVServer::Start(const std::string& bind_address, int port, const std::str
   impl_->wake_write.Reset(pipe_fds[1]);
   impl_->listen_fd = std::move(fd);
   impl_->secret = secret;
+  impl_->max_conns = ConnectionLimit();
   impl_->stop = false;
   impl_->thread = std::thread([this] { impl_->Run(); });
   return Status::OK();
@@ -147,6 +244,7 @@ void KVServer::Stop() {
   ssize_t ignored = ::write(impl_->wake_write.get(), &b, 1);
   (void)ignored;
   impl_->thread.join();
+  impl_->refusal_log.PrintSummary();
   impl_->conns.clear();
   impl_->listen_fd.Reset();
   impl_->wake_read.Reset();
@@ -157,28 +255,7 @@ void KVServer::Impl::Run() {
   std::vector<pollfd> fds;
   std::vector<Conn*> polled;
   while (!stop) {
-    fds.clear();
-    polled.clear();
-    fds.push_back({wake_read.get(), POLLIN, 0});
-    fds.push_back(
-        {listen_fd.get(), static_cast<short>(conns.size() < kMaxConnections ? POLLIN : 0), 0});
-    int timeout = -1;
-    auto merge = [&timeout](const Deadline& d) {
-      int t = d.PollTimeoutMs();
-      if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
-    };
-    for (auto& entry : conns) {
-      Conn* c = entry.second.get();
-      short events = 0;
-      // A client waits for each reply, so while a request is parked there is
-      // nothing to read; not polling gives natural back-pressure.
-      if (!c->pending && !c->closing) events |= POLLIN;
-      if (!c->out.empty()) events |= POLLOUT;
-      fds.push_back({c->fd.get(), events, 0});
-      polled.push_back(c);
-      if (!c->authenticated) merge(c->handshake_deadline);
-      if (c->pending) merge(c->pending_deadline);
-    }
+    const int timeout = PollSet(&fds, &polled);
     int r = ::poll(fds.data(), fds.size(), timeout);
     if (r < 0 && errno != EINTR) {
       std::fprintf(stderr, "hvd rendezvous: poll failed: %s\n", ErrnoString(errno).c_str());
@@ -190,59 +267,115 @@ void KVServer::Impl::Run() {
       while (::read(wake_read.get(), buf, sizeof(buf)) > 0) {
       }
     }
-    if (r > 0 && (fds[1].revents & POLLIN)) Accept();
     for (size_t i = 0; i < polled.size(); ++i) {
       Conn* c = polled[i];
       short rev = fds[i + 2].revents;
       if (rev & (POLLIN | POLLHUP | POLLERR)) OnReadable(c);
       if (!c->out.empty() && (rev & POLLOUT)) OnWritable(c);
     }
-    // Timeouts: handshakes that never finished, parked requests that expired.
-    for (auto& entry : conns) {
-      Conn* c = entry.second.get();
-      if (!c->authenticated && !c->closing && c->handshake_deadline.Expired()) {
-        Drop(c,
-             "no authentication within " + std::to_string(static_cast<int>(kHandshakeSeconds)) +
-                 " s",
-             true);
-      } else if (c->pending && !TryComplete(c) && c->pending_deadline.Expired()) {
-        Message reply;
-        reply.type = MsgType::kTimeout;
-        for (const auto& k : c->pending_msg.keys) {
-          if (!store.count(k)) reply.keys.push_back(k);
-        }
-        c->pending = false;
-        Reply(c, c->pending_counter, reply);
+    ExpireDeadlines();
+    ProcessParkedInput();
+    ReapClosed();
+    // Last, so that shedding may erase connections: `polled` is dead here.
+    if (r > 0 && (fds[1].revents & POLLIN)) Accept();
+  }
+}
+
+int KVServer::Impl::PollSet(std::vector<pollfd>* fds, std::vector<Conn*>* polled) {
+  fds->clear();
+  polled->clear();
+  fds->push_back({wake_read.get(), POLLIN, 0});
+  const bool accepting = accept_paused.Expired();
+  fds->push_back({listen_fd.get(), static_cast<short>(accepting ? POLLIN : 0), 0});
+  int timeout = -1;
+  auto merge = [&timeout](const Deadline& d) {
+    int t = d.PollTimeoutMs();
+    if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+  };
+  if (!accepting) merge(accept_paused);
+  for (auto& entry : conns) {
+    Conn* c = entry.second.get();
+    short events = 0;
+    // A client waits for each reply, so while a request is parked there is
+    // nothing to read; not polling gives natural back-pressure.
+    if (!c->pending && !c->closing) events |= POLLIN;
+    if (!c->out.empty()) events |= POLLOUT;
+    fds->push_back({c->fd.get(), events, 0});
+    polled->push_back(c);
+    if (!c->authenticated) merge(c->handshake_deadline);
+    if (c->pending) merge(c->pending_deadline);
+  }
+  return timeout;
+}
+
+// Handshakes that never finished, parked requests that expired.
+void KVServer::Impl::ExpireDeadlines() {
+  for (auto& entry : conns) {
+    Conn* c = entry.second.get();
+    if (!c->authenticated && !c->closing && c->handshake_deadline.Expired()) {
+      Drop(c, "no authentication in time",
+           "no authentication within " + std::to_string(static_cast<int>(kHandshakeSeconds)) + " s",
+           true);
+    } else if (c->pending && !TryComplete(c) && c->pending_deadline.Expired()) {
+      Message reply;
+      reply.type = MsgType::kTimeout;
+      for (const auto& k : c->pending_msg.keys) {
+        if (!store.count(k)) reply.keys.push_back(k);
       }
-    }
-    // Frames that arrived behind a request that was parked at the time.
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (auto& entry : conns) {
-        Conn* c = entry.second.get();
-        if (c->fd.valid() && !c->pending && c->in_offset < c->in.size()) {
-          size_t before = c->in_offset + c->in.size();
-          ProcessInput(c);
-          progress |= c->fd.valid() && c->in_offset + c->in.size() != before;
-        }
-      }
-    }
-    for (auto it = conns.begin(); it != conns.end();) {
-      Conn* c = it->second.get();
-      bool gone = !c->fd.valid() || (c->closing && c->out.empty());
-      it = gone ? conns.erase(it) : std::next(it);
+      c->pending = false;
+      Reply(c, c->pending_counter, reply);
     }
   }
 }
 
+// Frames that arrived behind a request that was parked at the time.
+void KVServer::Impl::ProcessParkedInput() {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (auto& entry : conns) {
+      Conn* c = entry.second.get();
+      if (c->fd.valid() && !c->pending && c->in_offset < c->in.size()) {
+        size_t before = c->in_offset + c->in.size();
+        ProcessInput(c);
+        progress |= c->fd.valid() && c->in_offset + c->in.size() != before;
+      }
+    }
+  }
+}
+
+void KVServer::Impl::ReapClosed() {
+  for (auto it = conns.begin(); it != conns.end();) {
+    Conn* c = it->second.get();
+    bool gone = !c->fd.valid() || (c->closing && c->out.empty());
+    it = gone ? conns.erase(it) : std::next(it);
+  }
+}
+
+// A full table (or process fd limit) must not lock the job out: idle
+// unauthenticated connections (slowloris, scanners) are shed oldest first, and
+// a real client authenticates within one round trip of its hello, so it is
+// never the oldest for long. Only when every connection is authenticated does
+// accepting pause.
 void KVServer::Impl::Accept() {
-  while (true) {
+  for (int accepted = 0; accepted < kMaxAcceptsPerTurn; ++accepted) {
+    if (conns.size() >= max_conns && !ShedOldestUnauthenticated()) {
+      accept_paused = Deadline::After(kAcceptPauseSeconds);
+      return;
+    }
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
     int raw = ::accept4(listen_fd.get(), reinterpret_cast<sockaddr*>(&ss), &len,
                         SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (raw < 0) return;  // EAGAIN, or a transient error: poll again
+    if (raw < 0) {
+      const int err = errno;
+      if (err == EINTR || err == ECONNABORTED) continue;
+      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        if (ShedOldestUnauthenticated()) continue;
+        accept_paused = Deadline::After(kAcceptPauseSeconds);
+      }
+      return;  // EAGAIN: nothing more to accept
+    }
     auto c = std::make_unique<Conn>();
     c->fd.Reset(raw);
     int one = 1;
@@ -256,16 +389,32 @@ void KVServer::Impl::Accept() {
       ++stats.accepted;
     }
     Conn* ptr = c.get();
-    conns[raw] = std::move(c);
+    conns[next_serial++] = std::move(c);
     OnWritable(ptr);
-    if (conns.size() >= kMaxConnections) return;
   }
+}
+
+bool KVServer::Impl::ShedOldestUnauthenticated() {
+  for (auto it = conns.begin(); it != conns.end(); ++it) {
+    Conn* c = it->second.get();
+    if (c->authenticated || !c->fd.valid()) continue;
+    Drop(c, "shed to make room",
+         "not authenticated yet, shed to make room for new connections (" +
+             std::to_string(conns.size()) + " open)",
+         true);
+    conns.erase(it);
+    return true;
+  }
+  return false;
 }
 
 void KVServer::Impl::OnReadable(Conn* c) {
   if (c->closing || !c->fd.valid()) return;
   char buf[kReadChunk];
-  ssize_t n = ::recv(c->fd.get(), buf, sizeof(buf), 0);
+  // Before authentication one auth frame is all a client may send, so a
+  // peer without the secret never gets more than that buffered.
+  const size_t want = c->authenticated ? sizeof(buf) : 4 + kMaxAuthFrameBytes;
+  ssize_t n = ::recv(c->fd.get(), buf, want, 0);
   if (n > 0) {
     c->in.append(buf, static_cast<size_t>(n));
     ProcessInput(c);
@@ -275,7 +424,7 @@ void KVServer::Impl::OnReadable(Conn* c) {
   // EOF or reset: a client that goes away is normal, not worth a log line
   // unless it left half a frame behind.
   if (c->in.size() > c->in_offset) {
-    Drop(c, "connection closed in the middle of a frame", false);
+    Drop(c, "closed mid-frame", "connection closed in the middle of a frame", !c->authenticated);
   } else {
     c->fd.Reset();
   }
@@ -299,14 +448,18 @@ void KVServer::Impl::OnWritable(Conn* c) {
 void KVServer::Impl::ProcessInput(Conn* c) {
   std::string body;
   while (c->fd.valid() && !c->closing && !c->pending) {
-    FrameStatus fs = ExtractFrame(c->in, &c->in_offset, &body);
+    const uint32_t limit = c->authenticated ? kMaxFrameBytes : kMaxAuthFrameBytes;
+    FrameStatus fs = ExtractFrame(c->in, &c->in_offset, &body, limit);
     if (fs == FrameStatus::kNeedMore) break;
     if (fs == FrameStatus::kTooLarge) {
-      Drop(c, "frame larger than " + std::to_string(kMaxFrameBytes) + " bytes", !c->authenticated);
+      Drop(c, "malformed frame",
+           std::string("frame larger than ") + std::to_string(limit) + " bytes" +
+               (c->authenticated ? "" : " before authentication"),
+           !c->authenticated);
       return;
     }
     if (fs == FrameStatus::kEmpty) {
-      Drop(c, "empty frame", !c->authenticated);
+      Drop(c, "malformed frame", "empty frame", !c->authenticated);
       return;
     }
     HandleFrame(c, body);
@@ -335,7 +488,8 @@ void KVServer::Impl::HandleFrame(Conn* c, const std::string& body) {
       ok = OpenBody(secret, c->session, Direction::kToServer, 0, body, &msg).ok();
     }
     if (!ok) {
-      Drop(c, "authentication failed (wrong or missing HVD_RENDEZVOUS_SECRET)", true);
+      Drop(c, "authentication failed",
+           "authentication failed (wrong or missing HVD_RENDEZVOUS_SECRET)", true);
       return;
     }
     c->authenticated = true;
@@ -347,7 +501,7 @@ void KVServer::Impl::HandleFrame(Conn* c, const std::string& body) {
   }
   Status s = OpenBody(secret, c->session, Direction::kToServer, c->next_counter, body, &msg);
   if (!s.ok()) {
-    Drop(c, s.message(), false);
+    Drop(c, "bad request frame", s.message(), false);
     return;
   }
   ++c->next_counter;
@@ -407,7 +561,8 @@ void KVServer::Impl::HandleRequest(Conn* c, uint64_t counter, const Message& req
       }
       return;
     default:
-      Drop(c, std::string("unexpected request type '") + MsgTypeName(req.type) + "'", false);
+      Drop(c, "bad request frame",
+           std::string("unexpected request type '") + MsgTypeName(req.type) + "'", false);
       return;
   }
 }
@@ -443,10 +598,8 @@ void KVServer::Impl::Reply(Conn* c, uint64_t counter, const Message& reply) {
   OnWritable(c);
 }
 
-void KVServer::Impl::Drop(Conn* c, const std::string& why, bool refused) {
-  std::fprintf(stderr, "hvd rendezvous: %s %s: %s\n",
-               refused ? "refused connection from" : "closed connection from", c->peer.c_str(),
-               why.c_str());
+void KVServer::Impl::Drop(Conn* c, const char* reason, const std::string& detail, bool refused) {
+  refusal_log.Record(c->peer, reason, detail, refused);
   {
     std::lock_guard<std::mutex> lock(stats_mu);
     ++(refused ? stats.refused : stats.dropped);
@@ -455,6 +608,7 @@ void KVServer::Impl::Drop(Conn* c, const std::string& why, bool refused) {
   // cut off. Pending output (the hello) is discarded with the socket.
   c->pending = false;
   c->out.clear();
+  std::string().swap(c->in);  // a dropped frame's memory goes now, not at the end of the turn
   c->fd.Reset();
 }
 

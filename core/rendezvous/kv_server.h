@@ -3,8 +3,10 @@
 // not yet set, wait for several keys) are parked on the server and answered
 // when the key arrives or the request's timeout passes, so clients never
 // busy-poll. Every request must be authenticated with the job's secret
-// (see kv_protocol.h); anything else closes the connection and logs one
-// line naming the peer.
+// (see kv_protocol.h); anything else closes the connection. The first
+// refusal from an address is logged naming the peer, later ones are counted
+// and summarised by Stop(). Unauthenticated peers get 256 bytes and 10 s,
+// and are shed oldest first when the connection table or fd limit is full.
 #pragma once
 
 #include <cstdint>

@@ -51,8 +51,8 @@ HandleTable::Slot* HandleTable::Locate(int64_t handle) {
   }
 }
 
-Status HandleTable::Unknown(const char* prefix, int64_t handle) const {
-  return Status::Invalid(std::string(prefix) + "unknown handle " + std::to_string(handle) +
+Status HandleTable::Unknown(int64_t handle) const {
+  return Status::Invalid("unknown handle " + std::to_string(handle) +
                          (handle > 0 && handle < next_ ? " (already released)" : ""));
 }
 
@@ -60,7 +60,7 @@ std::shared_ptr<HandleState> HandleTable::Find(int64_t handle, Status* error) {
   std::lock_guard<std::mutex> lock(mu_);
   Slot* s = Locate(handle);
   if (!s) {
-    *error = Unknown("", handle);
+    *error = Unknown(handle);
     return nullptr;
   }
   return s->state;
@@ -71,7 +71,7 @@ Status HandleTable::Release(int64_t handle) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     Slot* s = Locate(handle);
-    if (!s) return Unknown("hvd_release: ", handle);
+    if (!s) return Unknown(handle);
     state = std::move(s->state);
     s->id = kReleased;
     --live_;

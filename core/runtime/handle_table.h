@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/runtime/handle_state.h"
+#include "core/tensor/handle_state.h"
 
 namespace hvd {
 
@@ -34,7 +34,7 @@ class HandleTable {
 
   Slot* Locate(int64_t handle);  // the live slot of `handle`, or nullptr
   void Rehash(size_t capacity);
-  Status Unknown(const char* prefix, int64_t handle) const;
+  Status Unknown(int64_t handle) const;
 
   std::mutex mu_;
   int64_t next_ = 1;

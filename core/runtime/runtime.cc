@@ -1,42 +1,22 @@
 #include "core/runtime/runtime.h"
 
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <map>
+#include <thread>
 
 #include "core/backends/hierarchical/hierarchical_cpu_comm.h"
 #include "core/backends/registry.h"
 #include "core/common/logging.h"
-#include "core/coordination/fusion.h"
-#include "core/observability/autotune/autotuner.h"
-#include "core/ops/op.h"
-#ifdef HVD_HAVE_CUDA
-#include "core/gpu/gpu_exec.h"
-#endif
+#include "core/runtime/set_loop.h"
 
 namespace hvd {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// What identifies this rank's host when computing local ranks: the launcher's
-// name for it where there is one (hosts emulated by network namespaces share
-// one kernel hostname), else the kernel's.
-std::string HostKey() {
-  for (const char* var : {"HVD_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME"}) {
-    if (const char* h = std::getenv(var)) return h;
-  }
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
 
 // CLOCK_MONOTONIC at tick resolution: the same time base as steady_clock.
 Clock::time_point CoarseNow() {
@@ -50,14 +30,76 @@ Clock::time_point CoarseNow() {
   return Clock::now();
 }
 
-bool IsFatal(Code c) {
-  return c == Code::kPeerLost || c == Code::kBackend || c == Code::kTimeout;
+// Waits for a loop to end by itself, up to `seconds`.
+bool WaitFinished(const SetLoop& loop, double seconds) {
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(seconds));
+  while (!loop.finished() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return loop.finished();
 }
 
-std::string JoinRanks(const std::vector<int32_t>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
+// The controller's and the CPU operations' backends: init options first,
+// then HVD_CONTROLLER / HVD_CPU_OPERATIONS; AUTO picks the backend whose
+// launcher started the job, else the first built.
+Status ChooseBackends(const InitArgs& args, const Config& config, const BackendEntry** ctrl,
+                      const BackendEntry** data) {
+  BackendChoice ctrl_choice =
+      args.controller != BackendChoice::kAuto ? args.controller : config.controller;
+  if (args.use_mpi_comm) {
+    if (ctrl_choice == BackendChoice::kGloo) {
+      return Status::Invalid(
+          "running on an MPI communicator needs the MPI controller, but Gloo was requested");
+    }
+    ctrl_choice = BackendChoice::kMpi;
+  }
+  *ctrl = nullptr;
+  if (ctrl_choice == BackendChoice::kAuto) {
+    for (const auto& e : Backends()) {
+      if (e.launched_by_env(config.launch)) {
+        *ctrl = &e;
+        break;
+      }
+    }
+    if (!*ctrl && !Backends().empty()) *ctrl = &Backends().front();
+  } else {
+    *ctrl = FindBackend(ctrl_choice);
+  }
+  if (!*ctrl) {
+    return Status::Unsupported(
+        std::string("the requested controller backend is not built into this libhvd ") +
+        "(see hvdrun --check-build)");
+  }
+  BackendChoice data_choice =
+      args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations : config.cpu_operations;
+  *data = data_choice == BackendChoice::kAuto ? *ctrl : FindBackend(data_choice);
+  if (!*data) {
+    return Status::Unsupported(
+        "the requested CPU operations backend is not built into this libhvd");
+  }
+  return Status::OK();
+}
+
+// The world's communicators; one shared Comm when both backends are the same.
+Status CreateComms(const InitArgs& args, const Config& config, const BackendEntry& ctrl_entry,
+                   const BackendEntry& data_entry, std::shared_ptr<Comm>* ctrl,
+                   std::shared_ptr<Comm>* data) {
+  CommInitArgs cargs;
+  cargs.config = &config;
+  cargs.use_mpi_comm = args.use_mpi_comm;
+  cargs.mpi_comm = args.mpi_comm;
+  std::unique_ptr<Comm> ctrl_comm, data_comm;
+  HVD_RETURN_IF_ERROR(ctrl_entry.create_world(cargs, &ctrl_comm));
+  *ctrl = std::shared_ptr<Comm>(std::move(ctrl_comm));
+  *data = *ctrl;
+  if (&data_entry == &ctrl_entry) return Status::OK();
+  HVD_RETURN_IF_ERROR(data_entry.create_world(cargs, &data_comm));
+  *data = std::shared_ptr<Comm>(std::move(data_comm));
+  if ((*data)->size() != (*ctrl)->size() || (*data)->rank() != (*ctrl)->rank()) {
+    return Status::Invalid("the controller and CPU-operations backends disagree on rank/size");
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -79,30 +121,64 @@ std::string Runtime::AutoName(OpType type, int32_t set) {
 }
 
 Status Runtime::ComputeTopology(Comm* comm) {
-  std::vector<std::string> hosts;
-  HVD_RETURN_IF_ERROR(comm->AllgatherBytes(HostKey(), &hosts));
+  HVD_RETURN_IF_ERROR(AllgatherBytes(*comm, config_.launch.host, &hosts_));
   Topology t;
   t.rank = comm->rank();
   t.size = comm->size();
   std::vector<std::string> order;  // hosts in order of their first rank
   std::map<std::string, std::vector<int>> by_host;
   for (int r = 0; r < t.size; ++r) {
-    if (!by_host.count(hosts[r])) order.push_back(hosts[r]);
-    by_host[hosts[r]].push_back(r);
+    if (!by_host.count(hosts_[r])) order.push_back(hosts_[r]);
+    by_host[hosts_[r]].push_back(r);
   }
-  const auto& mine = by_host[hosts[t.rank]];
+  const auto& mine = by_host[hosts_[t.rank]];
   t.local_size = static_cast<int>(mine.size());
+  for (const auto& h : by_host) t.homogeneous = t.homogeneous && h.second.size() == mine.size();
   t.local_rank = static_cast<int>(std::find(mine.begin(), mine.end(), t.rank) - mine.begin());
   // Cross communicator: the ranks with my local rank, one per host.
   t.cross_size = 0;
   for (const auto& h : order) {
     if (static_cast<int>(by_host[h].size()) > t.local_rank) {
-      if (h == hosts[t.rank]) t.cross_rank = t.cross_size;
+      if (h == hosts_[t.rank]) t.cross_rank = t.cross_size;
       ++t.cross_size;
     }
   }
   topo_ = t;
   return Status::OK();
+}
+
+Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* out) {
+  const BackendEntry* ctrl_entry = nullptr;
+  const BackendEntry* data_entry = nullptr;
+  HVD_RETURN_IF_ERROR(ChooseBackends(args, config_, &ctrl_entry, &data_entry));
+  auto world = std::make_unique<ProcessSet>();
+  HVD_RETURN_IF_ERROR(CreateComms(args, config_, *ctrl_entry, *data_entry, &world->controller_comm,
+                                  &world->data_comm));
+  // A caller's own communicator and elastic rounds may legitimately hold one rank.
+  if (!args.use_mpi_comm && !config_.elastic) {
+    HVD_RETURN_IF_ERROR(CheckNotAlone(config_.launch, world->controller_comm->size(),
+                                      FindBackend(BackendChoice::kMpi) != nullptr));
+  }
+  HVD_RETURN_IF_ERROR(ComputeTopology(world->controller_comm.get()));
+  HVD_RETURN_IF_ERROR(
+      MaybeHierarchicalCpu(config_, config_.launch.host, "world", &world->data_comm));
+  HVD_RETURN_IF_ERROR(
+      world->controller_comm->OpenControlChannel(config_.gloo_timeout_seconds, &world->channel));
+  for (int r = 0; r < topo_.size; ++r) world->ranks.push_back(r);
+  controller_name_ = ctrl_entry->name;
+  data_name_ = data_entry->name;
+  *out = std::move(world);
+  return Status::OK();
+}
+
+void Runtime::StartLoop(ProcessSet& ps) {
+  std::vector<std::string> names;
+  for (int r : ps.ranks) {
+    names.push_back("rank " + std::to_string(r) + " (host " + hosts_[static_cast<size_t>(r)] + ")");
+  }
+  ps.channel->SetPeerNames(std::move(names));
+  ps.loop = std::make_unique<SetLoop>(*this, ps, tuned_);
+  ps.loop->Start();
 }
 
 Status Runtime::Init(const InitArgs& args) {
@@ -111,98 +187,46 @@ Status Runtime::Init(const InitArgs& args) {
     return Status(Code::kAlreadyInitialized,
                   "hvd is already initialized; call hvd_shutdown before initializing again");
   }
-  if (thread_.joinable()) thread_.join();  // a loop that ended on its own
   Config cfg;
   HVD_RETURN_IF_ERROR(Config::FromEnvironment(&cfg));
   config_ = cfg;
   SetLogConfig(config_.log_level, config_.log_hide_time);
-
-  BackendChoice ctrl_choice =
-      args.controller != BackendChoice::kAuto ? args.controller : config_.controller;
-  if (args.use_mpi_comm) {
-    if (ctrl_choice == BackendChoice::kGloo) {
-      return Status::Invalid("hvd_init_mpi_comm needs the MPI controller, but Gloo was requested");
-    }
-    ctrl_choice = BackendChoice::kMpi;
-  }
-  const BackendEntry* ctrl_entry = nullptr;
-  if (ctrl_choice == BackendChoice::kAuto) {
-    for (const auto& e : Backends()) {
-      if (e.launched_by_env()) {
-        ctrl_entry = &e;
-        break;
-      }
-    }
-    if (!ctrl_entry && !Backends().empty()) ctrl_entry = &Backends().front();
-  } else {
-    ctrl_entry = FindBackend(ctrl_choice);
-  }
-  if (!ctrl_entry) {
-    return Status::Unsupported(
-        std::string("the requested controller backend is not built into this libhvd ") +
-        "(see hvdrun --check-build)");
-  }
-  BackendChoice data_choice =
-      args.cpu_operations != BackendChoice::kAuto ? args.cpu_operations : config_.cpu_operations;
-  const BackendEntry* data_entry =
-      data_choice == BackendChoice::kAuto ? ctrl_entry : FindBackend(data_choice);
-  if (!data_entry) {
-    return Status::Unsupported(
-        "the requested CPU operations backend is not built into this libhvd");
-  }
-
-  CommInitArgs cargs;
-  cargs.config = &config_;
-  cargs.use_mpi_comm = args.use_mpi_comm;
-  cargs.mpi_comm = args.mpi_comm;
-  std::unique_ptr<Comm> ctrl_comm, data_comm;
-  HVD_RETURN_IF_ERROR(ctrl_entry->create_world(cargs, &ctrl_comm));
-  std::shared_ptr<Comm> ctrl(std::move(ctrl_comm));
-  std::shared_ptr<Comm> data = ctrl;
-  if (data_entry != ctrl_entry) {
-    HVD_RETURN_IF_ERROR(data_entry->create_world(cargs, &data_comm));
-    data = std::shared_ptr<Comm>(std::move(data_comm));
-    if (data->size() != ctrl->size() || data->rank() != ctrl->rank()) {
-      return Status::Invalid("the controller and CPU-operations backends disagree on rank/size");
-    }
-  }
-  HVD_RETURN_IF_ERROR(ComputeTopology(ctrl.get()));
-  HVD_RETURN_IF_ERROR(MaybeHierarchicalCpu(config_, HostKey(), "world", &data));
+  std::unique_ptr<ProcessSet> world;
+  HVD_RETURN_IF_ERROR(CreateWorld(args, &world));
   SetLogRank(topo_.rank);
-  controller_name_ = ctrl_entry->name;
-  data_name_ = data_entry->name;
-
-  auto world = std::make_unique<ProcessSet>();
-  world->id = 0;
-  for (int r = 0; r < topo_.size; ++r) world->ranks.push_back(r);
-  world->controller_comm = ctrl;
-  world->data_comm = data;
-  world->controller = std::make_unique<Controller>(ctrl.get(), config_, 0);
-  world->controller->set_timeline(&timeline_);
-  {
-    std::lock_guard<std::mutex> sl(sets_mu_);
-    sets_.clear();
-    sets_[0] = std::move(world);
-    next_set_id_ = 1;
-  }
-  {
-    std::lock_guard<std::mutex> nl(names_mu_);
-    auto_names_.clear();
-  }
-  shutdown_requested_ = false;
-  queue_.Reopen();
+  HVD_RETURN_IF_ERROR(Liveness::Start(
+      world->controller_comm.get(), config_.launch.rendezvous, hosts_,
+      [this](const ProbeQuestion& q) { return DescribeSelf(q); }, &liveness_));
+  tuned_.fusion_threshold_bytes = config_.fusion_threshold_bytes;
+  tuned_.cycle_time_ms = config_.cycle_time_ms;
+  tuned_.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
+  autotuner_.reset();
+  if (config_.autotune && topo_.rank == 0) autotuner_ = std::make_unique<Autotuner>(config_, 0);
   if (!config_.timeline_path.empty()) {
     Status ts = timeline_.Start(config_.timeline_path, config_.timeline_mark_cycles, topo_.rank);
     if (!ts.ok()) {
       HVD_LOG(kWarning) << "HVD_TIMELINE: " << ts.message();
     }
   }
-  tuned_.fusion_threshold_bytes = config_.fusion_threshold_bytes;
-  tuned_.cycle_time_ms = config_.cycle_time_ms;
-  tuned_.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
-  autotuner_.reset();
-  if (config_.autotune) autotuner_ = std::make_unique<Autotuner>(config_, topo_.rank);
-  thread_ = std::thread(&Runtime::Loop, this);
+  {
+    std::lock_guard<std::mutex> nl(names_mu_);
+    auto_names_.clear();
+  }
+  ProcessSet& w = *world;
+  {
+    std::lock_guard<std::mutex> sl(sets_mu_);
+    sets_.clear();
+    sets_[0] = std::move(world);
+    next_set_id_ = 1;
+  }
+  StartLoop(w);
+  if (config_.op_timeout_seconds > 0) {
+    // A few looks per deadline, between a quarter second and ten seconds.
+    const double period = std::min(10.0, std::max(0.25, config_.op_timeout_seconds / 4));
+    watchdog_ =
+        std::make_unique<Watchdog>(std::chrono::milliseconds(static_cast<int64_t>(period * 1000)),
+                                   [this] { CheckDeadlines(); });
+  }
   running_ = true;
   // Registered after the backends so it runs before their own exit hooks
   // (MPI_Finalize): a process that exits without hvd_shutdown stops cleanly.
@@ -214,16 +238,40 @@ Status Runtime::Init(const InitArgs& args) {
   return Status::OK();
 }
 
+void Runtime::StopAll(const Status& why) {
+  std::lock_guard<std::mutex> sl(sets_mu_);
+  for (auto& kv : sets_) {
+    if (kv.second->loop) kv.second->loop->RequestStop(why);
+  }
+}
+
 Status Runtime::Shutdown() {
   std::lock_guard<std::mutex> lock(init_mu_);
-  if (!running_ && !thread_.joinable()) return Status::OK();
-  shutdown_requested_ = true;
-  queue_.Wake();
-  if (thread_.joinable()) thread_.join();
+  if (!running_) return Status::OK();
+  watchdog_.reset();
+  StopAll(Status::OK());
+  std::vector<SetLoop*> loops;
   {
     std::lock_guard<std::mutex> sl(sets_mu_);
-    sets_.clear();  // frees communicators
+    for (auto& kv : sets_) {
+      if (kv.second->loop) loops.push_back(kv.second->loop.get());
+    }
   }
+  // Shutting down is negotiated (no member may be left inside a
+  // collective); a coordinator that does not answer is given up on.
+  for (SetLoop* loop : loops) {
+    if (!WaitFinished(*loop, config_.gloo_timeout_seconds)) {
+      HVD_LOG(kError) << "shutdown: the coordinator did not confirm it within "
+                      << config_.gloo_timeout_seconds << " s; leaving without it";
+      loop->Abandon(Status::ShutDown("hvd has been shut down on this rank"));
+    }
+    loop->Join();
+  }
+  {
+    std::lock_guard<std::mutex> sl(sets_mu_);
+    sets_.clear();  // frees channels and communicators
+  }
+  liveness_.reset();
   timeline_.Stop();
   running_ = false;
   return Status::OK();
@@ -241,277 +289,120 @@ Status Runtime::StopTimeline() {
   return Status::OK();
 }
 
+ProcessSet* Runtime::FindSet(int32_t id) {
+  auto it = sets_.find(id);
+  return it == sets_.end() ? nullptr : it->second.get();
+}
+
 Status Runtime::Submit(TensorEntry* entries, size_t count) {
   if (!running_) return Status::NotInitialized();
   std::lock_guard<std::mutex> sl(sets_mu_);
   const int32_t set = count == 0 ? 0 : entries[0].request.process_set;
-  auto it = sets_.find(set);
-  if (it == sets_.end())
+  ProcessSet* ps = FindSet(set);
+  if (!ps) {
     return Status::Invalid("unknown process set " + std::to_string(set) +
                            " (never added, or removed)");
-  if (!it->second->member()) {
+  }
+  if (!ps->member()) {
     return Status::Invalid("rank " + std::to_string(topo_.rank) +
                            " is not a member of process set " + std::to_string(set));
   }
-  const int set_rank = it->second->rank();
-  // The enqueue time feeds the stall inspector (seconds) and, when tracing,
-  // the timeline's QUEUE span (microseconds): the kernel's tick-granular
-  // clock is a third of the cost per submission when only the former needs it.
+  const int set_rank = ps->rank();
+  // The enqueue time feeds the deadlines (seconds) and, when tracing, the
+  // timeline's QUEUE span (microseconds): the kernel's tick-granular clock
+  // is a third of the cost per submission when only the former needs it.
   const auto now = timeline_.active() ? Clock::now() : CoarseNow();
   for (size_t i = 0; i < count; ++i) {
     entries[i].request.rank = set_rank;
     entries[i].enqueued = now;
   }
-  return queue_.Add(entries, count);
+  return ps->queue.Add(entries, count);
 }
 
 Status Runtime::SetInfo(int32_t id, int* rank, int* size) {
   if (!running_) return Status::NotInitialized();
   std::lock_guard<std::mutex> sl(sets_mu_);
-  auto it = sets_.find(id);
-  if (it == sets_.end())
+  ProcessSet* ps = FindSet(id);
+  if (!ps) {
     return Status::Invalid("unknown process set " + std::to_string(id) +
                            " (never added, or removed)");
-  *rank = it->second->rank();
-  *size = it->second->size();
+  }
+  *rank = ps->rank();
+  *size = ps->size();
   return Status::OK();
 }
 
-Clock::duration Runtime::CycleDuration() const {
-  return std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(tuned_.cycle_time_ms));
+void Runtime::OnSetFinished(ProcessSet& ps, const Status& final_status) {
+  if (ps.id == 0) StopAll(final_status);
 }
 
-void Runtime::Loop() {
-#ifdef __linux__
-  // Sleeps of a few microseconds (waiting for a peer, for a burst of
-  // submissions to end) should last that long, not the default 50 us slack.
-  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+Status Runtime::AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id) {
+#ifdef HVD_HAVE_MPI
+  // Each set has its own loop thread, so sets over MPI call it concurrently.
+  const bool on_mpi = std::string(controller_name_) == "mpi" || std::string(data_name_) == "mpi";
+  if (on_mpi && !MpiThreadsSupported()) {
+    return Status::Unsupported(
+        "process sets over MPI need MPI_THREAD_MULTIPLE (unset HVD_MPI_THREADS_DISABLE, or "
+        "initialise MPI with it before hvd_init)");
+  }
 #endif
-  auto last = Clock::now() - CycleDuration();
-  Status fatal;
-  std::vector<int32_t> shutdown_ranks;
-  bool stop = false;
-  while (!stop) {
-    queue_.WaitForWork(last + CycleDuration());
-    if (queue_.HasRequests()) {
-      queue_.WaitForBurstEnd(std::chrono::microseconds(10), CycleDuration());
+  auto ps = std::make_unique<ProcessSet>();
+  ps->id = next_set_id_++;
+  *id = ps->id;
+  ps->ranks.assign(ranks.begin(), ranks.end());
+  ProcessSet* world = sets_.at(0).get();
+  if (std::find(ps->ranks.begin(), ps->ranks.end(), topo_.rank) != ps->ranks.end()) {
+    const std::string tag = "process_set." + std::to_string(ps->id);
+    std::unique_ptr<Comm> c;
+    HVD_RETURN_IF_ERROR(world->controller_comm->Split(ps->ranks, tag + ".ctrl", &c));
+    ps->controller_comm = std::shared_ptr<Comm>(std::move(c));
+    ps->data_comm = ps->controller_comm;
+    if (world->data_comm != world->controller_comm) {
+      HVD_RETURN_IF_ERROR(world->data_comm->Split(ps->ranks, tag + ".data", &c));
+      ps->data_comm = std::shared_ptr<Comm>(std::move(c));
     }
-    last = Clock::now();
-    if (timeline_.active()) timeline_.MarkCycleStart();
-    const bool shutdown = shutdown_requested_.load();
-    std::vector<int32_t> ids;
-    {
-      std::lock_guard<std::mutex> sl(sets_mu_);
-      for (const auto& kv : sets_) {
-        if (kv.second->member()) ids.push_back(kv.first);
-      }
-    }
-    for (int32_t id : ids) {
-      ProcessSet* ps = nullptr;
-      {
-        std::lock_guard<std::mutex> sl(sets_mu_);
-        auto it = sets_.find(id);
-        if (it == sets_.end()) continue;  // removed during this pass
-        ps = it->second.get();
-      }
-      Status s = CycleSet(*ps, shutdown && id == 0, &stop, &shutdown_ranks);
-      if (!s.ok()) {
-        fatal = s;
-        stop = true;
-      }
-      if (stop) break;
-    }
+    HVD_RETURN_IF_ERROR(MaybeHierarchicalCpu(config_, config_.launch.host, tag, &ps->data_comm));
+    HVD_RETURN_IF_ERROR(
+        ps->controller_comm->OpenControlChannel(config_.gloo_timeout_seconds, &ps->channel));
+    StartLoop(*ps);
   }
-  Status final_status = fatal;
-  if (final_status.ok()) {
-    std::vector<int32_t> others;
-    for (int32_t r : shutdown_ranks) {
-      if (r != topo_.rank) others.push_back(r);
-    }
-    if (shutdown_requested_ || others.empty()) {
-      final_status = Status::ShutDown("hvd has been shut down (hvd_shutdown) on this rank");
-    } else {
-      final_status = Status::ShutDown(
-          "hvd was shut down by rank" + std::string(others.size() > 1 ? "s " : " ") +
-          JoinRanks(others) +
-          " (hvd_shutdown called or the process exiting there); this rank's pending and later "
-          "operations cannot run");
-      HVD_LOG(kWarning) << final_status.message();
-    }
-  } else {
-    HVD_LOG(kError) << "background loop stopped: " << final_status.message();
-  }
-  loop_fatal_ = Status::OK();
-  queue_.Close(final_status);
-}
-
-Status Runtime::CycleSet(ProcessSet& ps, bool shutdown, bool* stop,
-                         std::vector<int32_t>* shutdown_ranks) {
-  CycleOutput out;
-  HVD_RETURN_IF_ERROR(ps.controller->RunCycle(queue_.PopRequests(ps.id), shutdown, &out));
-  auto fused = FuseResponses(out.responses, tuned_.fusion_threshold_bytes, ps.size(),
-                             ps.data_comm->fusion_solo_bytes());
-  int64_t bytes = 0;
-  for (const auto& r : fused) {
-    if (r.error_code == Code::kOk) bytes += ResponseBytes(r, ps.size());
-    Execute(ps, r);
-    HVD_RETURN_IF_ERROR(loop_fatal_);
-  }
-  if (out.shutdown) {
-    *shutdown_ranks = std::move(out.shutdown_ranks);
-    *stop = true;
-    return Status::OK();
-  }
-  // Autotune steps on the world set: its cycles and bytes are identical on
-  // every rank, so all ranks reach each sample boundary in the same cycle.
-  if (ps.id == 0 && autotuner_ && autotuner_->Record(bytes)) {
-    HVD_RETURN_IF_ERROR(autotuner_->Sync(ps.controller_comm.get()));
-    ApplyTuned(autotuner_->params());
-  }
-  return Status::OK();
-}
-
-void Runtime::ApplyTuned(const TunedParams& p) {
-  tuned_ = p;
   std::lock_guard<std::mutex> sl(sets_mu_);
-  for (auto& kv : sets_) {
-    if (kv.second->data_comm) kv.second->data_comm->SetAllreduceChunkBytes(p.allreduce_chunk_bytes);
-  }
+  sets_[ps->id] = std::move(ps);
+  return Status::OK();
 }
 
-void Runtime::Execute(ProcessSet& ps, const Response& response) {
-  const size_t n = response.names.size();
-  std::vector<TensorQueue::Taken> taken(n);
-  std::vector<TensorEntry*> entries(n, nullptr);
-  const bool missing = queue_.Take(ps.id, response.names, taken.data(), entries.data()) < n;
-  auto complete = [&](const Status& s) {
-    std::vector<HandleState*> states;
-    states.reserve(n);
-    for (auto* e : entries) {
-      if (e) states.push_back(e->handle.get());
+Status Runtime::RemoveProcessSet(int32_t id) {
+  std::unique_ptr<ProcessSet> removed;
+  {
+    std::lock_guard<std::mutex> sl(sets_mu_);
+    auto it = sets_.find(id);
+    if (id == 0 || it == sets_.end()) {
+      return Status::Invalid("cannot remove process set " + std::to_string(id) +
+                             (id == 0 ? " (the global set)" : " (unknown id)"));
     }
-    HandleState::CompleteAll(states, s);
-  };
-  if (response.error_code != Code::kOk) {
-    complete(Status(response.error_code, response.error));
-    return;
+    removed = std::move(it->second);
+    sets_.erase(it);
   }
-  switch (response.type) {
-    case OpType::kJoin:
-      for (auto* e : entries) {
-        if (e) e->handle->result().value = response.last_joined;
-      }
-      complete(Status::OK());
-      return;
-    case OpType::kAddProcessSet:
-    case OpType::kRemoveProcessSet:
-      ApplyProcessSetChange(response, entries[0]);
-      return;
-    default:
-      break;
+  if (removed->loop) {
+    removed->loop->RequestStop(Status::Invalid("process set " + std::to_string(id) +
+                                               " was removed while this operation was pending"));
+    removed->loop->Join();
   }
-  const bool joined = std::find(response.joined_ranks.begin(), response.joined_ranks.end(),
-                                ps.rank()) != response.joined_ranks.end();
-  if (missing && !(response.type == OpType::kAllreduce && joined)) {
-    // Every rank agreed to run this; without the entry this rank cannot take
-    // part, and the others would wait forever.
-    loop_fatal_ = Status::Internal("no local tensor for negotiated " +
-                                   std::string(OpTypeName(response.type)) + " of '" +
-                                   response.names[0] + "'");
-    complete(loop_fatal_);
-    return;
-  }
-  Executor exec = FindExecutor(response.type);
-  ExecContext ctx;
-  ctx.comm = ps.data_comm.get();
-  ctx.fusion = &ps.fusion;
-  ctx.set_id = ps.id;
-  const bool traced = timeline_.active();
-  if (traced) {
-    ctx.timeline = &timeline_;
-    for (auto* e : entries) {
-      if (!e) continue;
-      timeline_.OpStart(e->request.name, response.type);
-      timeline_.ActivityStart(e->request.name, "QUEUE", e->enqueued);
-      timeline_.ActivityEnd(e->request.name);
-    }
-  }
-  Status s;
-  if (!exec) {
-    s = Status::Unsupported(std::string("no executor for ") + OpTypeName(response.type));
-#ifdef HVD_HAVE_CUDA
-  } else if (response.device.kind == DeviceKind::kCUDA) {
-    // Picks hvd's stream, the GPU communicator and device memory ops.
-    s = ExecuteOnGpu(ps, config_, response, entries, ctx, exec);
-#endif
-  } else {
-    s = exec(ctx, response, entries);
-  }
-  if (traced) {
-    for (auto* e : entries) {
-      if (e) timeline_.OpEnd(e->request.name, e->request.dtype, e->request.shape);
-    }
-  }
-  complete(s);
-  if (IsFatal(s.code())) loop_fatal_ = s;
+  return Status::OK();
 }
 
-void Runtime::ApplyProcessSetChange(const Response& response, TensorEntry* entry) {
+Status Runtime::ApplyProcessSetChange(const Response& response, TensorEntry* entry) {
   Status s;
   if (response.type == OpType::kAddProcessSet) {
-    auto ps = std::make_unique<ProcessSet>();
-    ps->id = next_set_id_++;
-    ps->ranks.assign(response.set_ranks.begin(), response.set_ranks.end());
-    ProcessSet* world = sets_.at(0).get();
-    const bool member =
-        std::find(ps->ranks.begin(), ps->ranks.end(), topo_.rank) != ps->ranks.end();
-    if (member) {
-      const std::string tag = "process_set." + std::to_string(ps->id);
-      std::unique_ptr<Comm> c;
-      s = world->controller_comm->Split(ps->ranks, tag + ".ctrl", &c);
-      if (s.ok()) {
-        ps->controller_comm = std::shared_ptr<Comm>(std::move(c));
-        if (world->data_comm == world->controller_comm) {
-          ps->data_comm = ps->controller_comm;
-        } else {
-          s = world->data_comm->Split(ps->ranks, tag + ".data", &c);
-          ps->data_comm = std::shared_ptr<Comm>(std::move(c));
-        }
-      }
-      if (s.ok()) s = MaybeHierarchicalCpu(config_, HostKey(), tag, &ps->data_comm);
-      if (s.ok()) {
-        ps->controller = std::make_unique<Controller>(ps->controller_comm.get(), config_, ps->id);
-        ps->controller->set_timeline(&timeline_);
-      }
-    }
-    if (s.ok()) {
-      if (entry) entry->handle->result().value = ps->id;
-      std::lock_guard<std::mutex> sl(sets_mu_);
-      sets_[ps->id] = std::move(ps);
-    } else {
-      loop_fatal_ = s;
-    }
-  } else {
-    const int32_t id = response.set_ranks.empty() ? -1 : response.set_ranks[0];
-    std::unique_ptr<ProcessSet> removed;
-    {
-      std::lock_guard<std::mutex> sl(sets_mu_);
-      auto it = sets_.find(id);
-      if (id == 0 || it == sets_.end()) {
-        s = Status::Invalid("cannot remove process set " + std::to_string(id) +
-                            (id == 0 ? " (the global set)" : " (unknown id)"));
-      } else {
-        removed = std::move(it->second);
-        sets_.erase(it);
-      }
-    }
-    if (removed) {
-      queue_.FailSet(id, Status::Invalid("process set " + std::to_string(id) +
-                                         " was removed while this operation was pending"));
-    }
+    int32_t id = -1;
+    s = AddProcessSet(response.set_ranks, &id);
+    if (entry) entry->handle->result().value = id;
+    if (entry) entry->handle->Complete(s);
+    return s;  // a failed split leaves the members disagreeing: fatal
   }
+  s = RemoveProcessSet(response.set_ranks.empty() ? -1 : response.set_ranks[0]);
   if (entry) entry->handle->Complete(s);
+  return Status::OK();
 }
 
 }  // namespace hvd

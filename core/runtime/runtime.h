@@ -1,6 +1,5 @@
 // The process-wide state behind the C API: configuration, backends, process
-// sets, the tensor queue and the background thread that negotiates and
-// executes collectives.
+// sets (each with its own background loop), the timeline and autotune.
 #pragma once
 
 #include <atomic>
@@ -8,14 +7,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "core/common/config.h"
 #include "core/observability/autotune/autotuner.h"
 #include "core/observability/timeline.h"
+#include "core/runtime/liveness.h"
 #include "core/runtime/process_set.h"
-#include "core/runtime/tensor_queue.h"
+#include "core/runtime/watchdog.h"
 
 namespace hvd {
 
@@ -28,6 +27,7 @@ struct InitArgs {
 
 struct Topology {
   int rank = 0, size = 1, local_rank = 0, local_size = 1, cross_rank = 0, cross_size = 1;
+  bool homogeneous = true;  // every host runs the same number of ranks
 };
 
 class Runtime {
@@ -43,8 +43,10 @@ class Runtime {
   const Config& config() const { return config_; }
   const char* controller_name() const { return controller_name_; }
   const char* data_name() const { return data_name_; }
+  Timeline& timeline() { return timeline_; }
+  Autotuner* autotuner() { return autotuner_.get(); }
 
-  // Hands entries to the background thread (all-or-nothing).
+  // Hands entries to their set's loop (all-or-nothing; one set per call).
   Status Submit(TensorEntry* entries, size_t count);
   // Rank of this process inside a set, its size, membership; errors for
   // unknown ids.
@@ -58,36 +60,55 @@ class Runtime {
   // all ranks as long as they make such calls in the same order.
   std::string AutoName(OpType type, int32_t set);
 
+  // Called by the world set's loop: creates or removes a process set
+  // (collective over the members, in decision order) and completes `entry`.
+  Status ApplyProcessSetChange(const Response& response, TensorEntry* entry);
+  // Called by a set's loop when it ends: when the world ends, every other
+  // set ends with it.
+  void OnSetFinished(ProcessSet& ps, const Status& final_status);
+
+  // Liveness (runtime/deadlines.cc): what `set_ranks` (ranks of `ps`) say
+  // about `tensor`; which of the set's other ranks are gone or silent
+  // (empty when all answer). Both probe, so they take up to a second.
+  std::string DescribeRanks(const ProcessSet& ps, const std::vector<int>& set_ranks,
+                            const std::string& tensor);
+  std::string DescribeGone(const ProcessSet& ps);
+
  private:
   Runtime() = default;
-  void Loop();
-  std::chrono::steady_clock::duration CycleDuration() const;
-  // One negotiation + execution cycle of one set; sets *stop on shutdown.
-  Status CycleSet(ProcessSet& ps, bool shutdown, bool* stop, std::vector<int32_t>* shutdown_ranks);
-  void ApplyTuned(const TunedParams& p);
-  void Execute(ProcessSet& ps, const Response& response);
-  void ApplyProcessSetChange(const Response& response, TensorEntry* entry);
+  Status CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* out);
   Status ComputeTopology(Comm* comm);
+  Status AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id);
+  Status RemoveProcessSet(int32_t id);
+  void StartLoop(ProcessSet& ps);
+  void StopAll(const Status& why);
+  ProcessSet* FindSet(int32_t id);  // sets_mu_ held
+  // This rank's answer to a liveness probe.
+  std::string DescribeSelf(const ProbeQuestion& q);
+  // The watchdog's check: fails operations past HVD_OP_TIMEOUT_SECONDS that
+  // the coordinator could not fail (a collective that never returns, a
+  // coordinator that does not answer).
+  void CheckDeadlines();
+  void Expire(int32_t set, const Status& why, bool in_collective);
 
   std::mutex init_mu_;  // serialises Init/Shutdown
   std::atomic<bool> running_{false};
-  std::atomic<bool> shutdown_requested_{false};
-  std::thread thread_;
   Config config_;
   Topology topo_;
+  std::vector<std::string> hosts_;  // by world rank
   const char* controller_name_ = "";
   const char* data_name_ = "";
-  TensorQueue queue_;
   Timeline timeline_;
+  TunedParams tuned_;  // the settings a new set starts with
+  std::unique_ptr<Autotuner> autotuner_;
+  std::unique_ptr<Liveness> liveness_;
 
   std::mutex sets_mu_;  // guards sets_ against readers on caller threads
   std::map<int32_t, std::unique_ptr<ProcessSet>> sets_;
   int32_t next_set_id_ = 1;
   std::mutex names_mu_;
   std::map<std::pair<int, int32_t>, int64_t> auto_names_;
-  Status loop_fatal_;  // set by Execute when the backend is unusable
-  TunedParams tuned_;  // what the loop uses; autotune may change it
-  std::unique_ptr<Autotuner> autotuner_;
+  std::unique_ptr<Watchdog> watchdog_;  // last: stops before what it watches goes
 };
 
 }  // namespace hvd

@@ -1,73 +1,104 @@
 #include "core/runtime/tensor_queue.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <thread>
 
 namespace hvd {
 
+TensorQueue::TensorQueue() : event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+TensorQueue::~TensorQueue() {
+  if (event_fd_ >= 0) ::close(event_fd_);
+}
+
+void TensorQueue::Signal() {
+  const uint64_t one = 1;
+  ssize_t n = ::write(event_fd_, &one, sizeof(one));
+  (void)n;  // a full counter still wakes the poller
+}
+
 Status TensorQueue::Add(TensorEntry* entries, size_t count) {
   if (count == 0) return Status::OK();
-  const int32_t set = entries[0].request.process_set;  // one call submits to one set
+  const int32_t set = entries[0].request.process_set;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return closed_status_;
-    auto& table = entries_[set];
-    auto& pending = requests_[set];
     size_t added = 0;
     for (; added < count; ++added) {
       TensorEntry& e = entries[added];
-      auto [it, inserted] = table.try_emplace(e.request.name);  // one hash per entry
+      auto [it, inserted] = entries_.try_emplace(e.request.name);  // one hash per entry
       if (!inserted) break;
       it->second = std::move(e);
-      pending.push_back(&it->second.request);
+      requests_.push_back(&it->second.request);
     }
     if (added < count) {
       // A name already pending (or twice in this call): undo the whole call.
       const std::string name = entries[added].request.name;
       for (size_t i = 0; i < added; ++i) {
-        table.erase(pending.back()->name);
-        pending.pop_back();
+        const std::string undo = requests_.back()->name;
+        requests_.pop_back();
+        entries_.erase(undo);
       }
       return Status::Invalid("a tensor named '" + name + "' is already pending in process set " +
                              std::to_string(set) +
                              "; names must be unique among operations in flight");
     }
-    new_requests_ += count;
     submitted_.fetch_add(count, std::memory_order_relaxed);
   }
-  cv_.notify_one();
+  if (sleeping_.exchange(false)) Signal();
   return Status::OK();
 }
 
-std::vector<const Request*> TensorQueue::PopRequests(int32_t set) {
+std::vector<const Request*> TensorQueue::PopRequests() {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = requests_.find(set);
-  if (it == requests_.end()) return {};
-  std::vector<const Request*> out = std::move(it->second);
-  requests_.erase(it);
-  new_requests_ -= out.size();
+  std::vector<const Request*> out;
+  out.swap(requests_);
   return out;
 }
 
-size_t TensorQueue::Take(int32_t set, const std::vector<std::string>& names, Taken* taken,
-                         TensorEntry** found) {
+size_t TensorQueue::Take(const std::vector<std::string>& names, Taken* taken, TensorEntry** found) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto sit = entries_.find(set);
-  if (sit == entries_.end()) return 0;
   size_t count = 0;
   for (size_t i = 0; i < names.size(); ++i) {
-    auto it = sit->second.find(names[i]);
-    if (it == sit->second.end()) continue;
-    taken[i] = sit->second.extract(it);
+    auto it = entries_.find(names[i]);
+    if (it == entries_.end()) continue;
+    taken[i] = entries_.extract(it);
     found[i] = &taken[i].mapped();
     ++count;
   }
   return count;
 }
 
-void TensorQueue::WaitForWork(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, deadline, [this] { return new_requests_ > 0 || wake_; });
+bool TensorQueue::Sleeping(bool sleeping) {
+  if (sleeping) {
+    sleeping_.store(true);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (requests_.empty() && !wake_) return false;
+    sleeping_.store(false);
+    return true;
+  }
+  sleeping_.store(false);
+  uint64_t drained;
+  ssize_t n = ::read(event_fd_, &drained, sizeof(drained));
+  (void)n;  // EAGAIN: nothing was signalled
+  std::lock_guard<std::mutex> lock(mu_);
   wake_ = false;
+  return false;
+}
+
+void TensorQueue::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
+  }
+  if (sleeping_.exchange(false)) Signal();
+}
+
+bool TensorQueue::HasRequests() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !requests_.empty();
 }
 
 void TensorQueue::WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
@@ -87,51 +118,19 @@ void TensorQueue::WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
   }
 }
 
-void TensorQueue::Wake() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    wake_ = true;
-  }
-  cv_.notify_one();
-}
-
-bool TensorQueue::HasRequests() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return new_requests_ > 0;
-}
-
 void TensorQueue::Close(const Status& s) {
-  std::map<int32_t, std::unordered_map<std::string, TensorEntry>> failed;
+  std::unordered_map<std::string, TensorEntry> failed;
+  Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!closed_) closed_status_ = s;
     closed_ = true;
-    closed_status_ = s;
+    status = closed_status_;
     failed.swap(entries_);
     requests_.clear();
-    new_requests_ = 0;
   }
   // Complete outside the lock: callbacks may submit (and get the error).
-  for (auto& set : failed) {
-    for (auto& kv : set.second) kv.second.handle->Complete(s);
-  }
-}
-
-void TensorQueue::FailSet(int32_t set, const Status& s) {
-  std::unordered_map<std::string, TensorEntry> failed;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = entries_.find(set);
-    if (it != entries_.end()) {
-      failed.swap(it->second);
-      entries_.erase(it);
-    }
-    auto rit = requests_.find(set);
-    if (rit != requests_.end()) {
-      new_requests_ -= rit->second.size();
-      requests_.erase(rit);
-    }
-  }
-  for (auto& kv : failed) kv.second.handle->Complete(s);
+  for (auto& kv : failed) kv.second.handle->Complete(status);
 }
 
 void TensorQueue::Reopen() {
@@ -141,23 +140,30 @@ void TensorQueue::Reopen() {
   wake_ = false;
 }
 
-size_t TensorQueue::PendingCount(int32_t set) {
+size_t TensorQueue::PendingCount() {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(set);
-  return it == entries_.end() ? 0 : it->second.size();
+  return entries_.size();
 }
 
-std::vector<std::string> TensorQueue::OlderThan(int32_t set,
-                                                std::chrono::steady_clock::duration age) {
-  std::vector<std::string> names;
-  auto cutoff = std::chrono::steady_clock::now() - age;
+std::chrono::steady_clock::time_point TensorQueue::Oldest(std::string* name) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(set);
-  if (it == entries_.end()) return names;
-  for (const auto& kv : it->second) {
-    if (kv.second.enqueued < cutoff) names.push_back(kv.first);
+  auto oldest = std::chrono::steady_clock::time_point::max();
+  for (const auto& kv : entries_) {
+    if (kv.second.enqueued < oldest) {
+      oldest = kv.second.enqueued;
+      *name = kv.first;
+    }
   }
-  return names;
+  return oldest;
+}
+
+bool TensorQueue::PendingSince(const std::string& name,
+                               std::chrono::steady_clock::time_point* since) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return false;
+  *since = it->second.enqueued;
+  return true;
 }
 
 }  // namespace hvd

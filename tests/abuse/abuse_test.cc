@@ -165,7 +165,8 @@ hvd_status OneInvalidCall(std::mt19937_64& rng, std::string* what, int size) {
     case 4:
       return hvd_allreduce_async(
           "ab", &t.dl, &out.dl,
-          static_cast<hvd_reduce_op>(rng() % 2 ? -1 - int(rng() % 9) : 5 + int(rng() % 99)),
+          static_cast<hvd_reduce_op>(rng() % 2 ? -1 - int(rng() % 9)
+                                               : HVD_OP_ADASUM + 1 + int(rng() % 99)),
           nullptr, &h);
     case 5:
       return hvd_allreduce_async("ab", &t.dl, &out.dl, HVD_OP_SUM, &bad, &h);

@@ -24,9 +24,7 @@ import time
 import numpy as np
 import torch
 
-import hvd.elastic
-import hvd.torch
-import hvd.torch.elastic
+import hvd.torch as hvd  # Horovod's spelling: hvd.elastic.run, hvd.elastic.TorchState
 
 STEPS = 20
 BATCH = 12
@@ -60,7 +58,7 @@ with torch.no_grad():
     model.weight.zero_()
     model.bias.zero_()
 optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-state = hvd.torch.elastic.TorchState(model, optimizer, step=0)
+state = hvd.elastic.TorchState(model, optimizer, step=0)
 
 
 @hvd.elastic.run
@@ -86,7 +84,7 @@ def train(state):
         loss = ((model(x).squeeze(1) - y) ** 2).sum()
         loss.backward()
         for name, p in model.named_parameters():
-            total = hvd.torch.allreduce(p.grad, op=hvd.Sum, name="grad." + name)
+            total = hvd.allreduce(p.grad, op=hvd.Sum, name="grad." + name)
             p.grad.copy_(total / BATCH)
         optimizer.step()
         with open(os.path.join(workdir, "log." + worker), "a") as f:

@@ -5,6 +5,9 @@
 #   check_fault.sh gloo-shutdown  HVDRUN FAULT_TEST
 #   check_fault.sh mpi-kill       FAULT_TEST MPIRUN [MPIRUN_FLAGS...]
 #   check_fault.sh mpi-shutdown   FAULT_TEST MPIRUN [MPIRUN_FLAGS...]
+#   check_fault.sh gloo-stop V W  HVDRUN FAULT_TEST          (np 3)
+#   check_fault.sh mpi-stop V W   FAULT_TEST MPIRUN [FLAGS]  (np 3)
+#   check_fault.sh gloo-lost V    HVDRUN FAULT_TEST          (np 4)
 #
 # Exit 0 when every expectation holds; otherwise prints the job's output and
 # what was missing.
@@ -30,7 +33,54 @@ run_job() {  # run_job LIMIT_S CMD... ; sets rc and secs
   echo "== exit code $rc after ${secs}s: ${*:2}"
 }
 
+# Every survivor's line for op $1 must carry status $2 (an ERE) and name
+# rank $victim and its host followed by $4 (an ERE: what it found); with $3
+# set, it must come between 2500 ms (the 3 s deadline, not before) and $3 ms.
+survivors_name_victim() {
+  local op=$1 status=$2 within=${3:-} verdict=${4:-}
+  for r in $(seq 0 $((np - 1))); do
+    [ "$r" = "$victim" ] && continue
+    local line
+    line=$(grep -E "FT rank=$r op=$op status=" "$out" | head -1)
+    expect "rank $r reported its $op op" test -n "$line"
+    expect "rank $r: status $status" grep -Eq "status=($status) " <<<"$line"
+    expect "rank $r: the message names rank $victim and its host${verdict:+ ($verdict)}" \
+      grep -Eq "message=.*rank $victim \(host [^ ,)]+[,)]?[^;]*$verdict" <<<"$line"
+    if [ -n "$within" ]; then
+      local ms
+      ms=$(sed -n 's/.* elapsed_ms=\([0-9]*\) .*/\1/p' <<<"$line")
+      expect "rank $r: after the deadline and within $within ms (took ${ms:-?})" \
+        test -n "$ms" -a "${ms:-0}" -ge 2500 -a "${ms:-0}" -le "$within"
+    fi
+  done
+}
+
 case $mode in
+  gloo-stop | mpi-stop)
+    victim=$1 when=$2 np=3
+    shift 2
+    # A 3 s deadline: every survivor must fail within it + 5 s, naming the
+    # stopped rank, and the job must end (the survivors exit 3).
+    export HVD_OP_TIMEOUT_SECONDS=3
+    if [ "$mode" = gloo-stop ]; then
+      run_job 90 "$1" --grace-period 5 -np 3 "$2" stop "$victim" "$when"
+    else
+      prog=$1 mpirun=$2
+      shift 2
+      run_job 90 "$mpirun" "$@" -np 3 --tag-output "$prog" stop "$victim" "$when"
+    fi
+    expect "rank $victim stopped itself" grep -q "FT rank=$victim stopping itself" "$out"
+    survivors_name_victim stalled HVD_ERR_TIMEOUT 8000 "(does not answer|has not submitted)"
+    expect "the job ended (not killed by the 90 s limit)" test "$rc" -ne 124 -a "$secs" -lt 60
+    ;;
+  gloo-lost)
+    victim=$1 np=4
+    hvdrun=$2 prog=$3
+    HVD_GLOO_TIMEOUT_SECONDS=5 run_job 120 "$hvdrun" --grace-period 20 -np 4 "$prog" kill "$victim"
+    expect "rank $victim announced its death" grep -q "FT rank=$victim killing itself" "$out"
+    # PEER_LOST, or TIMEOUT in Gloo's queued-send race; named either way.
+    survivors_name_victim waited 'HVD_ERR_PEER_LOST|HVD_ERR_TIMEOUT' "" "(lost|gone)"
+    ;;
   gloo-kill)
     hvdrun=$1 prog=$2
     # Usually the survivor's collective fails at once with PEER_LOST. In a

@@ -1,12 +1,18 @@
 // Fail-fast checks of the C API, run by check_fault.sh under hvdrun or
-// mpirun with 2 ranks:
+// mpirun:
 //
-//   fault_test kill      rank 1 SIGKILLs itself in the middle of a loop of
-//                        allreduces; rank 0 reports how its pending and later
-//                        operations end (status, time, message).
+//   fault_test kill [V]  rank V (default 1) SIGKILLs itself in the middle of
+//                        a loop of allreduces; every other rank reports how
+//                        its pending and later operations end (status, time,
+//                        message). Any number of ranks.
 //   fault_test shutdown  rank 1 calls hvd_shutdown while rank 0 waits in an
 //                        allreduce; rank 0 must get HVD_ERR_SHUT_DOWN naming
-//                        rank 1, and so must its later operations.
+//                        rank 1, and so must its later operations. 2 ranks.
+//   fault_test stop V W  rank V stops itself (SIGSTOP) WHEN=mid: just after
+//                        submitting a large allreduce, =before: instead of
+//                        submitting it; every other rank reports how its
+//                        allreduce ends (HVD_OP_TIMEOUT_SECONDS bounds it)
+//                        and exits 3, which ends the job.
 //
 // Reports are single lines "FT <key>=<value> ..." written with write(2) so
 // they leave the process at once: hvdrun stops the job a few seconds after
@@ -17,6 +23,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -89,18 +96,18 @@ void IgnoreTerm() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-int Kill() {
+int Kill(int victim) {
   IgnoreTerm();
   const int rank = hvd_rank();
   Buf a(kCount, 1.0f), b(kCount, 2.0f);
   int64_t last_ok = NowMs();
   for (int it = 0; it < 100000; ++it) {
-    if (rank == 1 && it == kKillAtIteration) {
-      // Give rank 0 time to submit this iteration's ops, so they are
-      // really in flight when this rank dies (otherwise rank 0 may learn of
-      // the death from an idle cycle first and fail at submit instead).
+    if (rank == victim && it == kKillAtIteration) {
+      // Give the others time to submit this iteration's ops, so they are
+      // really in flight when this rank dies (otherwise they may learn of
+      // the death first and fail at submit instead).
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      Say("FT rank=1 killing itself at_ms=" + std::to_string(NowMs()));
+      Say("FT rank=" + std::to_string(rank) + " killing itself at_ms=" + std::to_string(NowMs()));
       raise(SIGKILL);
     }
     // Two operations in flight: one is waited on, the other is "pending"
@@ -136,7 +143,7 @@ int Kill() {
     }
     Report("later", sc, t1);
     const bool lost = wa == HVD_ERR_PEER_LOST && wb == HVD_ERR_PEER_LOST && sc == HVD_ERR_PEER_LOST;
-    Say(std::string("FT rank=0 verdict=") + (lost ? "peer-lost" : "unexpected"));
+    Say("FT rank=" + std::to_string(rank) + " verdict=" + (lost ? "peer-lost" : "unexpected"));
     hvd_shutdown();
     return lost ? 0 : 1;
   }
@@ -183,22 +190,59 @@ int Shutdown() {
   return ok ? 0 : 1;
 }
 
+int Stop(int victim, bool mid) {
+  IgnoreTerm();
+  const int rank = hvd_rank();
+  // Large enough that the collective runs for a while: "mid" stops inside
+  // it. Filled before the warm-up: touching 256 MiB can take seconds on a
+  // loaded machine, and the ranks must reach the stop point in step.
+  Buf big(int64_t{1} << 26, 1.0f);
+  Buf warm(16, 1.0f);
+  for (int i = 0; i < 3; ++i) {  // everyone in step, and the response cache warm
+    hvd_handle h = 0;
+    if (hvd_allreduce_async("st.warm", &warm.dl, &warm.dl, HVD_OP_SUM, nullptr, &h) != HVD_OK ||
+        hvd_wait(h, 60000) != HVD_OK) {
+      Say(std::string("FT warm-up failed: ") + hvd_last_error());
+      return 1;
+    }
+    hvd_release(h);
+  }
+  hvd_handle h = 0;
+  const int64_t t0 = NowMs();
+  if (rank == victim && !mid) {
+    Say("FT rank=" + std::to_string(rank) + " stopping itself at_ms=" + std::to_string(t0));
+    raise(SIGSTOP);
+  }
+  hvd_status s = hvd_allreduce_async("st.big", &big.dl, &big.dl, HVD_OP_SUM, nullptr, &h);
+  if (rank == victim) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    Say("FT rank=" + std::to_string(rank) + " stopping itself at_ms=" + std::to_string(NowMs()));
+    raise(SIGSTOP);
+  }
+  if (s == HVD_OK) s = hvd_wait(h, 120000);
+  Report("stalled", s, t0);
+  // The collective may never return (MPI): leave without hvd_shutdown.
+  std::_Exit(3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "kill" && mode != "shutdown") {
-    std::fprintf(stderr, "usage: fault_test kill|shutdown\n");
+  if (mode != "kill" && mode != "shutdown" && mode != "stop") {
+    std::fprintf(stderr, "usage: fault_test kill [VICTIM] | shutdown | stop VICTIM mid|before\n");
     return 2;
   }
   if (hvd_init() != HVD_OK) {
     std::fprintf(stderr, "hvd_init: %s\n", hvd_last_error());
     return 1;
   }
-  if (hvd_size() != 2) {
-    std::fprintf(stderr, "fault_test needs exactly 2 ranks\n");
+  if (mode == "shutdown" && hvd_size() != 2) {
+    std::fprintf(stderr, "fault_test shutdown needs exactly 2 ranks\n");
     hvd_shutdown();
     return 2;
   }
-  return mode == "kill" ? Kill() : Shutdown();
+  const int victim = argc > 2 ? std::atoi(argv[2]) : 1;
+  if (mode == "stop") return Stop(victim, argc > 3 && std::string(argv[3]) == "mid");
+  return mode == "kill" ? Kill(victim) : Shutdown();
 }

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/coordination/message.h"
+#include "core/coordination/protocol.h"
 #include "core/rendezvous/kv_protocol.h"
 
 namespace {
@@ -32,10 +32,12 @@ hvd::Request MakeRequest(hvd::OpType type, const std::string& name) {
   return q;
 }
 
-void RequestSeeds() {
-  hvd::RequestList empty;
-  Put("request_list", "empty", hvd::EncodeRequestList(empty));
-  hvd::RequestList l;
+void ReportSeeds() {
+  Put("report", "empty", hvd::EncodeReport(hvd::Report()));
+  hvd::Report l;
+  l.epoch = 3;
+  l.hits = {0, 5, 9};
+  l.invalid = {2};
   l.requests.push_back(MakeRequest(hvd::OpType::kAllreduce, "grad/w0"));
   hvd::Request bc = MakeRequest(hvd::OpType::kBroadcast, "params");
   bc.root = 1;
@@ -49,36 +51,54 @@ void RequestSeeds() {
   g.group_size = 2;
   g.prescale = 0.5;
   l.requests.push_back(g);
-  Put("request_list", "mixed", hvd::EncodeRequestList(l));
-  hvd::RequestList sd;
-  sd.shutdown = true;
-  Put("request_list", "shutdown", hvd::EncodeRequestList(sd));
+  Put("report", "mixed", hvd::EncodeReport(l));
+  hvd::Report dense;
+  for (int32_t s = 0; s < 300; ++s) dense.hits.push_back(s);
+  dense.shutdown = true;
+  Put("report", "dense_shutdown", hvd::EncodeReport(dense));
 }
 
-void ResponseSeeds() {
-  hvd::ResponseList l;
-  hvd::Response r;
-  r.names = {"grad/w0", "grad/w1"};
-  r.sizes = {12, 4, 3, 6, 2, 3};
-  r.shape = {4, 3};
-  l.responses.push_back(r);
-  hvd::Response err;
-  err.names = {"bad"};
-  err.error_code = hvd::Code::kMismatch;
-  err.error = "shape mismatch on ranks 0, 1";
-  l.responses.push_back(err);
-  hvd::Response ag;
-  ag.type = hvd::OpType::kAllgather;
-  ag.names = {"ag"};
-  ag.sizes = {2, 5};
-  ag.joined_ranks = {1};
-  ag.last_joined = 1;
-  l.responses.push_back(ag);
-  Put("response_list", "mixed", hvd::EncodeResponseList(l));
-  hvd::ResponseList sd;
-  sd.shutdown = true;
-  sd.shutdown_ranks = {1};
-  Put("response_list", "shutdown", hvd::EncodeResponseList(sd));
+void DecisionSeeds() {
+  hvd::Decision d;
+  d.seq = 4;
+  hvd::Action run;
+  run.kind = hvd::Action::kRun;
+  run.slot = 2;
+  run.response.names = {"grad/w0"};
+  run.response.sizes = {12};
+  run.response.shape = {4, 3};
+  d.actions.push_back(run);
+  hvd::Action err = run;
+  err.slot = -1;
+  err.response.names = {"bad"};
+  err.response.error_code = hvd::Code::kMismatch;
+  err.response.error = "shape mismatch on ranks 0, 1";
+  d.actions.push_back(err);
+  hvd::Action cached;
+  cached.kind = hvd::Action::kRunCached;
+  cached.slots = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  cached.ranks = {1};
+  d.actions.push_back(cached);
+  hvd::Action erase;
+  erase.kind = hvd::Action::kErase;
+  erase.slot = 7;
+  d.actions.push_back(erase);
+  hvd::Action params;
+  params.kind = hvd::Action::kParams;
+  params.params.fusion_threshold_bytes = 1 << 20;
+  d.actions.push_back(params);
+  Put("decision", "mixed", hvd::EncodeDecision(d));
+  hvd::Decision sd;
+  sd.seq = 9;
+  hvd::Action stop;
+  stop.kind = hvd::Action::kShutdown;
+  stop.ranks = {1};
+  hvd::Action lost;
+  lost.kind = hvd::Action::kPeerLost;
+  lost.ranks = {2};
+  lost.error = "control connection to rank 2 lost";
+  sd.actions = {stop, lost};
+  Put("decision", "shutdown_lost", hvd::EncodeDecision(sd));
 }
 
 void KvSeeds() {
@@ -128,8 +148,8 @@ int main(int argc, char** argv) {
   }
   g_root = argv[1];
   ::mkdir(g_root.c_str(), 0755);
-  RequestSeeds();
-  ResponseSeeds();
+  ReportSeeds();
+  DecisionSeeds();
   KvSeeds();
   return 0;
 }

@@ -36,11 +36,11 @@ fi
 
 flags=(-std=c++17 -g -O1 -fno-omit-frame-pointer -I"$src"
        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
-msg_srcs=("$src/core/coordination/message.cc" "$src/core/common/types.cc")
+msg_srcs=("$src/core/coordination/protocol.cc" "$src/core/coordination/message.cc" "$src/core/common/types.cc")
 kv_srcs=("$src/core/rendezvous/kv_protocol.cc")
 declare -A target_srcs=(
-  [request_list]="${msg_srcs[*]}"
-  [response_list]="${msg_srcs[*]}"
+  [report]="${msg_srcs[*]}"
+  [decision]="${msg_srcs[*]}"
   [kv_message]="${kv_srcs[*]}"
   [kv_frame]="${kv_srcs[*]}"
 )
@@ -55,7 +55,7 @@ rm -rf "$work/seeds" && "$work/make_seeds" "$work/seeds" || { echo "FAIL: make_s
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 failed=0
-for t in request_list response_list kv_message kv_frame; do
+for t in report decision kv_message kv_frame; do
   bin="$work/fuzz_$t"
   # shellcheck disable=SC2086  # the source lists are space-separated on purpose
   if ! "$cxx" "${flags[@]}" "$src/tests/fuzz/fuzz_$t.cc" ${target_srcs[$t]} -lcrypto -o "$bin"; then

@@ -160,47 +160,72 @@ TEST_P(GlooSizes, AllreduceEveryTypeAndOp) {
   });
 }
 
-TEST_P(GlooSizes, AllreduceBits) {
-  const int n = GetParam();
-  Comms comms = MakeComms(n);
-  RunAll(comms, [&](GlooComm& c) {
-    // Word 0: every rank sets bit r and bit 63; word 1: only rank 0 sets bits.
-    std::vector<uint64_t> a = {(1ull << c.rank()) | (1ull << 63), c.rank() == 0 ? 0xffull : 0};
-    std::vector<uint64_t> o = a;
-    ASSERT_TRUE(c.AllreduceBits(a.data(), a.size(), BitOp::kAnd).ok());
-    ASSERT_TRUE(c.AllreduceBits(o.data(), o.size(), BitOp::kOr).ok());
-    EXPECT_EQ(a[0], n == 1 ? (1ull | (1ull << 63)) : (1ull << 63));
-    EXPECT_EQ(a[1], n == 1 ? 0xffull : 0ull);
-    EXPECT_EQ(o[0], ((1ull << n) - 1) | (1ull << 63));
-    EXPECT_EQ(o[1], 0xffull);
-    EXPECT_TRUE(c.AllreduceBits(nullptr, 0, BitOp::kOr).ok());
-  });
-}
-
 std::string Payload(int rank) {
   // Rank 1 contributes nothing: empty strings must survive every path.
   if (rank == 1) return std::string();
   return std::string(static_cast<size_t>(rank * 1000 + 3), static_cast<char>('a' + rank));
 }
 
-TEST_P(GlooSizes, GatherBytesAnyRoot) {
+// The negotiation channel (TCP, a star around rank 0): every member's
+// messages reach the coordinator in order, the coordinator reaches every
+// member, and nothing arrives twice.
+TEST_P(GlooSizes, ControlChannelStar) {
   const int n = GetParam();
   Comms comms = MakeComms(n);
   RunAll(comms, [&](GlooComm& c) {
-    for (int root = 0; root < n; ++root) {
-      std::vector<std::string> all = {"untouched"};
-      Status s = c.GatherBytes(Payload(c.rank()), root, &all);
-      ASSERT_TRUE(s.ok()) << s.message();
-      if (c.rank() == root) {
-        ASSERT_EQ(all.size(), static_cast<size_t>(n));
-        for (int r = 0; r < n; ++r) EXPECT_EQ(all[r], Payload(r)) << "root " << root;
-      } else {
-        EXPECT_EQ(all, std::vector<std::string>{"untouched"});
+    std::unique_ptr<ControlChannel> ch;
+    Status s = c.OpenControlChannel(10, &ch);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_EQ(ch->rank(), c.rank());
+    ASSERT_FALSE(ch->needs_polling());
+    auto receive = [&](size_t want, std::vector<ChannelMessage>* got) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (got->size() < want && std::chrono::steady_clock::now() < until) {
+        ASSERT_TRUE(ch->Receive(got).ok());
       }
+    };
+    if (c.rank() == 0) {
+      std::vector<ChannelMessage> got;
+      receive(static_cast<size_t>(2 * (n - 1)), &got);
+      ASSERT_EQ(got.size(), static_cast<size_t>(2 * (n - 1)));
+      std::vector<int> seen(static_cast<size_t>(n), 0);
+      for (const auto& m : got) {
+        ASSERT_FALSE(m.lost);
+        EXPECT_EQ(m.bytes, Payload(m.from) + "#" + std::to_string(seen[m.from]++));
+      }
+      for (int r = 1; r < n; ++r) ASSERT_TRUE(ch->Send(r, "to " + std::to_string(r)).ok());
+    } else {
+      ASSERT_TRUE(ch->Send(0, Payload(c.rank()) + "#0").ok());
+      ASSERT_TRUE(ch->Send(0, Payload(c.rank()) + "#1").ok());
+      std::vector<ChannelMessage> got;
+      receive(1, &got);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0].from, 0);
+      EXPECT_EQ(got[0].bytes, "to " + std::to_string(c.rank()));
     }
-    std::vector<std::string> all;
-    EXPECT_EQ(c.GatherBytes("x", n, &all).code(), Code::kInvalidArgument);
   });
+}
+
+// A member that goes away is reported once, as a lost link naming it.
+TEST(GlooComm, ControlChannelReportsALostMember) {
+  Comms comms = MakeComms(3);
+  std::vector<std::unique_ptr<ControlChannel>> channels(3);
+  RunAll(comms, [&](GlooComm& c) {
+    ASSERT_TRUE(c.OpenControlChannel(10, &channels[static_cast<size_t>(c.rank())]).ok());
+  });
+  channels[0]->SetPeerNames({"rank 0 (host a)", "rank 1 (host b)", "rank 2 (host c)"});
+  channels[2].reset();
+  std::vector<ChannelMessage> got;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (got.empty() && std::chrono::steady_clock::now() < until) {
+    ASSERT_TRUE(channels[0]->Receive(&got).ok());
+  }
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].lost);
+  EXPECT_EQ(got[0].from, 2);
+  EXPECT_NE(got[0].bytes.find("rank 2 (host c, 127.0.0.1:"), std::string::npos) << got[0].bytes;
+  EXPECT_EQ(channels[0]->Send(2, "x").code(), Code::kPeerLost);
+  EXPECT_TRUE(channels[0]->Send(1, "still here").ok());
 }
 
 TEST_P(GlooSizes, BroadcastAndAllgatherBytes) {
@@ -209,14 +234,14 @@ TEST_P(GlooSizes, BroadcastAndAllgatherBytes) {
   RunAll(comms, [&](GlooComm& c) {
     for (int root = 0; root < n; ++root) {
       std::string b = c.rank() == root ? Payload(root) + "!" : "junk";
-      ASSERT_TRUE(c.BroadcastBytes(&b, root).ok());
+      ASSERT_TRUE(BroadcastBytes(c, &b, root).ok());
       EXPECT_EQ(b, Payload(root) + "!");
     }
     std::string empty = c.rank() == 0 ? "" : "junk";
-    ASSERT_TRUE(c.BroadcastBytes(&empty, 0).ok());
+    ASSERT_TRUE(BroadcastBytes(c, &empty, 0).ok());
     EXPECT_EQ(empty, "");
     std::vector<std::string> all;
-    ASSERT_TRUE(c.AllgatherBytes(Payload(c.rank()), &all).ok());
+    ASSERT_TRUE(AllgatherBytes(c, Payload(c.rank()), &all).ok());
     ASSERT_EQ(all.size(), static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) EXPECT_EQ(all[r], Payload(r));
   });
@@ -400,7 +425,7 @@ TEST(GlooComm, SingleRankIsLocalCopy) {
   ASSERT_TRUE(c.Reducescatter(f, &g, {1}, DataType::kFloat32, ReduceOp::kSum).ok());
   EXPECT_EQ(g, 1.5f);
   std::vector<std::string> all;
-  ASSERT_TRUE(c.GatherBytes("me", 0, &all).ok());
+  ASSERT_TRUE(AllgatherBytes(c, "me", &all).ok());
   EXPECT_EQ(all, std::vector<std::string>{"me"});
   EXPECT_TRUE(c.Barrier().ok());
 }

@@ -29,6 +29,7 @@ inline std::shared_ptr<GlooShared> MakeShared(std::shared_ptr<gloo::rendezvous::
   shared->device = ::gloo::transport::tcp::CreateDevice(attr);
   shared->store = std::move(store);
   shared->timeout = timeout;
+  shared->op_timeout = timeout;
   return shared;
 }
 

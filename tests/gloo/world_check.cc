@@ -38,7 +38,7 @@ int RunWorldChecks(int rank, int size) {
     const int64_t want = static_cast<int64_t>(size) * (size + 1) / 2 + size * generation;
     CHILD_CHECK(v == want, std::to_string(v));
     std::vector<std::string> all;
-    s = world->AllgatherBytes(std::string(static_cast<size_t>(rank), 'x'), &all);
+    s = AllgatherBytes(*world, std::string(static_cast<size_t>(rank), 'x'), &all);
     CHILD_CHECK(s.ok() && all.size() == static_cast<size_t>(size), s.message());
     for (int r = 0; r < size; ++r) CHILD_CHECK(all[r].size() == static_cast<size_t>(r), all[r]);
     // Ranks >= 1 form a process set; rank 0 sits it out.

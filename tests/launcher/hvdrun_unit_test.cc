@@ -1,12 +1,19 @@
-// hvdrun's pieces without processes: argument parsing, host lists, rank
-// placement (local and cross ranks), remote-shell and mpirun commands.
+// hvdrun's pieces without processes: argument parsing (horovodrun's tuning
+// flags included), host lists, rank placement (local and cross ranks),
+// remote-shell and mpirun commands, per-rank output files.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "tools/hvdrun/command.h"
 #include "tools/hvdrun/hosts.h"
 #include "tools/hvdrun/job_env.h"
 #include "tools/hvdrun/mpi_launch.h"
 #include "tools/hvdrun/options.h"
+#include "tools/hvdrun/output.h"
 
 namespace hvd {
 namespace run {
@@ -29,6 +36,16 @@ TEST(HvdrunOptions, ParsesFlagsAndStopsAtProgram) {
   EXPECT_FALSE(ParseOptions({"-np", "-3", "prog"}, &o).ok());
   EXPECT_FALSE(ParseOptions({"-np", "2", "--start-timeout", "0", "prog"}, &o).ok());
   EXPECT_TRUE(ParseOptions({"--check-build"}, &o).ok());
+  // horovodrun's spellings of the same flags.
+  ASSERT_TRUE(
+      ParseOptions(
+          {"-np", "2", "-hostfile", "hf", "--min-num-proc", "1", "--max-num-proc", "3", "prog"}, &o)
+          .ok());
+  EXPECT_EQ(o.hostfile, "hf");
+  EXPECT_EQ(o.min_np, 1);
+  EXPECT_EQ(o.max_np, 3);
+  ASSERT_TRUE(ParseOptions({"-cb"}, &o).ok());
+  EXPECT_TRUE(o.check_build);
 }
 
 TEST(HvdrunHosts, ParseHostList) {
@@ -150,6 +167,155 @@ TEST(HvdrunEnv, RankVariablesAndMerge) {
   EXPECT_EQ(merged, (std::vector<std::string>{"A=1", "HVD_RANK=5"}));
   EnvList fwd = ForwardedVariables({"HVD_X=1", "HVD_RANK=2", "PATH=/bin", "HOME=/root"});
   EXPECT_EQ(fwd, (EnvList{{"HVD_X", "1"}, {"PATH", "/bin"}}));
+}
+
+// Each horovodrun flag, alone, and the one variable it sets for the ranks.
+TEST(HvdrunTuningFlags, EachFlagSetsItsVariable) {
+  struct Case {
+    std::vector<std::string> args;
+    EnvList env;
+  } cases[] = {
+      {{"--fusion-threshold-mb", "64"}, {{"HVD_FUSION_THRESHOLD", "67108864"}}},
+      {{"--fusion-threshold-mb=0"}, {{"HVD_FUSION_THRESHOLD", "0"}}},
+      {{"--cycle-time-ms", "2.5"}, {{"HVD_CYCLE_TIME", "2.5"}}},
+      {{"--cache-capacity", "0"}, {{"HVD_CACHE_CAPACITY", "0"}}},
+      {{"--timeline-filename", "/tmp/t.json"}, {{"HVD_TIMELINE", "/tmp/t.json"}}},
+      {{"--timeline-mark-cycles"}, {{"HVD_TIMELINE_MARK_CYCLES", "1"}}},
+      {{"--no-timeline-mark-cycles"}, {{"HVD_TIMELINE_MARK_CYCLES", "0"}}},
+      {{"--autotune"}, {{"HVD_AUTOTUNE", "1"}}},
+      {{"--no-autotune"}, {{"HVD_AUTOTUNE", "0"}}},
+      {{"--autotune-log-file", "tune.csv"}, {{"HVD_AUTOTUNE_LOG", "tune.csv"}}},
+      {{"--hierarchical-allreduce"}, {{"HVD_HIERARCHICAL_ALLREDUCE", "1"}}},
+      {{"--no-hierarchical-allreduce"}, {{"HVD_HIERARCHICAL_ALLREDUCE", "0"}}},
+      {{"--hierarchical-allgather"}, {{"HVD_HIERARCHICAL_ALLGATHER", "1"}}},
+      {{"--no-hierarchical-allgather"}, {{"HVD_HIERARCHICAL_ALLGATHER", "0"}}},
+      {{"--log-level", "DEBUG"}, {{"HVD_LOG_LEVEL", "debug"}}},
+      {{"--log-level", "Warn"}, {{"HVD_LOG_LEVEL", "warning"}}},
+      {{"--log-without-timestamp"}, {{"HVD_LOG_HIDE_TIME", "1"}}},
+      {{"--log-hide-timestamp"}, {{"HVD_LOG_HIDE_TIME", "1"}}},
+      {{"--disable-cache"}, {}},  // horovodrun's launcher cache; nothing to set
+      {{"--no-stall-check"}, {{"HVD_STALL_CHECK_DISABLE", "1"}}},
+      {{"--stall-check"}, {{"HVD_STALL_CHECK_DISABLE", "0"}}},
+      {{"--stall-check-warning-time-seconds", "120"}, {{"HVD_STALL_CHECK_TIME_SECONDS", "120"}}},
+      {{"--stall-check-shutdown-time-seconds", "600"},
+       {{"HVD_STALL_SHUTDOWN_TIME_SECONDS", "600"}}},
+      {{"--mpi-threads-disable"}, {{"HVD_MPI_THREADS_DISABLE", "1"}}},
+      {{"--no-mpi-threads-disable"}, {{"HVD_MPI_THREADS_DISABLE", "0"}}},
+      {{"--tcp"}, {{"NCCL_IB_DISABLE", "1"}}},
+      {{"--log-with-timestamp"}, {{"HVD_LOG_HIDE_TIME", "0"}}},
+      {{"--no-log-hide-timestamp"}, {{"HVD_LOG_HIDE_TIME", "0"}}},
+      {{"--gloo-timeout-seconds", "0.5"}, {{"HVD_GLOO_TIMEOUT_SECONDS", "0.5"}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args[0]);
+    std::vector<std::string> args = {"-np", "2"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.push_back("prog");
+    Options o;
+    Status s = ParseOptions(args, &o);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(o.rank_env, c.env);
+    EXPECT_EQ(o.command, (std::vector<std::string>{"prog"}));
+  }
+}
+
+TEST(HvdrunTuningFlags, OrderRepeatsAndBadValues) {
+  Options o;
+  ASSERT_TRUE(
+      ParseOptions({"-np", "2", "--autotune", "--cache-capacity", "7", "--no-autotune", "prog"}, &o)
+          .ok());
+  EXPECT_EQ(o.rank_env, (EnvList{{"HVD_AUTOTUNE", "0"}, {"HVD_CACHE_CAPACITY", "7"}}));
+
+  struct Bad {
+    std::vector<std::string> args;
+    const char* message;
+  } bad[] = {
+      {{"--fusion-threshold-mb", "1.5"}, "--fusion-threshold-mb expects an integer in [0, "},
+      {{"--fusion-threshold-mb", "-1"}, "--fusion-threshold-mb expects an integer"},
+      {{"--cache-capacity", "1048577"}, "--cache-capacity expects an integer in [0, 1048576]"},
+      {{"--cycle-time-ms", "fast"}, "--cycle-time-ms expects a number >= 0, got 'fast'"},
+      {{"--gloo-timeout-seconds", "0"}, "--gloo-timeout-seconds expects a positive number"},
+      {{"--log-level", "loud"}, "--log-level expects trace, debug, info, warning, error or fatal"},
+      {{"--timeline-filename="}, "--timeline-filename expects a file name"},
+      {{"--stall-check-warning-time-seconds"}, "needs a value"},
+      {{"--output-filename="}, "--output-filename needs a directory"},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.args[0]);
+    std::vector<std::string> args = {"-np", "2"};
+    args.insert(args.end(), b.args.begin(), b.args.end());
+    if (std::string(b.message) != "needs a value") args.push_back("prog");
+    Status s = ParseOptions(args, &o);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_NE(s.message().find(b.message), std::string::npos) << s.message();
+  }
+}
+
+TEST(HvdrunTuningFlags, OverrideTheInheritedEnvironment) {
+  Options o;
+  ASSERT_TRUE(
+      ParseOptions({"-np", "1", "--log-level", "info", "--output-filename", "logs", "p"}, &o).ok());
+  EXPECT_EQ(o.output_dir, "logs");
+  RankPlacement p;
+  p.host = "localhost";
+  JobFacts job;
+  job.size = 1;
+  job.flag_env = o.rank_env;
+  std::vector<std::string> inherited = {"HVD_LOG_LEVEL=error", "HOROVOD_LOG_LEVEL=trace", "A=1"};
+  auto env = MergeEnvironment(inherited, RankVariables(p, job, inherited));
+  auto count = [&](const std::string& kv) { return std::count(env.begin(), env.end(), kv); };
+  EXPECT_EQ(count("HVD_LOG_LEVEL=info"), 1);
+  EXPECT_EQ(count("HVD_LOG_LEVEL=error"), 0);
+  EXPECT_EQ(count("A=1"), 1);
+
+  // --mpi: the flags' variables as -x VAR=VALUE; the inherited HVD_LOG_LEVEL
+  // is not forwarded besides; --output-filename goes to mpirun.
+  ASSERT_TRUE(
+      ParseOptions({"--mpi", "-np", "1", "--log-level", "info", "--output-filename", "logs", "p"},
+                   &o)
+          .ok());
+  std::vector<RankPlacement> r;
+  ASSERT_TRUE(PlaceRanks(1, {{"a", 1}}, &r).ok());
+  auto argv = MpirunArgv(o, r, {"HVD_LOG_LEVEL=error", "HVD_CYCLE_TIME=3"});
+  EXPECT_EQ(argv,
+            (std::vector<std::string>{"mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                                      "1", "-H", "a:1", "--tag-output", "--output-filename", "logs",
+                                      "-x", "HVD_CYCLE_TIME", "-x", "HVD_LOG_LEVEL=info", "p"}));
+}
+
+TEST(HvdrunOutputFiles, RankNamesAndFiles) {
+  EXPECT_EQ(RankOutputName(0, 1), "rank.0");
+  EXPECT_EQ(RankOutputName(1, 2), "rank.1");
+  EXPECT_EQ(RankOutputName(3, 10), "rank.3");
+  EXPECT_EQ(RankOutputName(3, 11), "rank.03");
+  EXPECT_EQ(RankOutputName(10, 11), "rank.10");
+  EXPECT_EQ(RankOutputName(7, 1000), "rank.007");
+
+  char tmpl[] = "/tmp/hvdrun_unit_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = std::string(tmpl) + "/a/b";
+  ASSERT_TRUE(MakeDirectories(dir).ok());
+  ASSERT_TRUE(MakeDirectories(dir + "/").ok()) << "an existing directory is fine";
+  rendezvous::UniqueFd out, err;
+  ASSERT_TRUE(OpenOutputCopies(dir, "rank.1", &out, &err).ok());
+  WriteAll(out.get(), "no prefix\n", 10);
+  WriteAll(err.get(), "e", 1);
+  out.Reset();
+  err.Reset();
+  auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  EXPECT_EQ(read(dir + "/rank.1/stdout"), "no prefix\n");
+  EXPECT_EQ(read(dir + "/rank.1/stderr"), "e");
+  // A file where a directory must go is a one-line error.
+  std::ofstream(dir + "/file").put('x');
+  Status s = MakeDirectories(dir + "/file/sub");
+  EXPECT_NE(s.message().find("cannot create directory " + dir + "/file"), std::string::npos)
+      << s.message();
+  ASSERT_EQ(std::system(("rm -rf " + std::string(tmpl)).c_str()), 0);
 }
 
 }  // namespace

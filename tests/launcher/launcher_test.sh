@@ -1,10 +1,11 @@
 #!/bin/sh
 # End-to-end checks of hvdrun, one case per ctest test:
-#   launcher_test.sh CASE HVDRUN KV_RANK_PROBE
+#   launcher_test.sh CASE HVDRUN KV_RANK_PROBE [HVD_TOPOLOGY_PROBE]
 set -u
 CASE=$1
 HVDRUN=$2
 PROBE=$3
+TOPO=${4:-}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -86,6 +87,76 @@ rank_killed)
   grep -q '^hvdrun: rank 1 on host localhost exited with code 137 (killed by signal 9' "$TMP/err" ||
     fail "missing failure message"
   ;;
+tuning_flags)
+  # Each flag's variable reaches every rank and beats the inherited value.
+  HVD_LOG_LEVEL=error HVD_CYCLE_TIME=9 run -np 2 --fusion-threshold-mb 32 --cycle-time-ms 2.5 \
+    --cache-capacity 16 --timeline-filename "$TMP/tl.json" --timeline-mark-cycles --autotune \
+    --autotune-log-file "$TMP/at.csv" --hierarchical-allreduce --log-level DEBUG \
+    --disable-cache --no-stall-check --stall-check-warning-time-seconds 30 \
+    --stall-check-shutdown-time-seconds 300 \
+    sh -c 'env | grep -E "^(HVD|HOROVOD)_" | grep -vE "_(RANK|SIZE|HOSTNAME|RENDEZVOUS_.*|CONTROLLER|CPU_OPERATIONS|START_TIMEOUT)=" | sort | sed "s/^/$HVD_RANK /"'
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  for r in 0 1; do
+    cat <<X
+[$r]<stdout>:$r HVD_AUTOTUNE=1
+[$r]<stdout>:$r HVD_AUTOTUNE_LOG=$TMP/at.csv
+[$r]<stdout>:$r HVD_CACHE_CAPACITY=16
+[$r]<stdout>:$r HVD_CYCLE_TIME=2.5
+[$r]<stdout>:$r HVD_FUSION_THRESHOLD=33554432
+[$r]<stdout>:$r HVD_HIERARCHICAL_ALLREDUCE=1
+[$r]<stdout>:$r HVD_LOG_LEVEL=debug
+[$r]<stdout>:$r HVD_STALL_CHECK_DISABLE=1
+[$r]<stdout>:$r HVD_STALL_CHECK_TIME_SECONDS=30
+[$r]<stdout>:$r HVD_STALL_SHUTDOWN_TIME_SECONDS=300
+[$r]<stdout>:$r HVD_TIMELINE=$TMP/tl.json
+[$r]<stdout>:$r HVD_TIMELINE_MARK_CYCLES=1
+X
+  done | expect_lines "$TMP/out"
+  ;;
+output_files)
+  # --output-filename DIR: DIR/rank.N/{stdout,stderr} hold what rank N wrote,
+  # unprefixed; the terminal still gets the prefixed lines. N is padded to
+  # the width of the last rank (rank.00 .. rank.10 for 11 ranks).
+  run -np 11 --output-filename "$TMP/logs/job" sh -c 'echo "out $HVD_RANK"; echo "err $HVD_RANK" >&2; printf "tail $HVD_RANK"'
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  [ "$(ls "$TMP/logs/job" | tr '\n' ' ')" = "rank.00 rank.01 rank.02 rank.03 rank.04 rank.05 rank.06 rank.07 rank.08 rank.09 rank.10 " ] ||
+    fail "unexpected rank directories: $(ls "$TMP/logs/job")"
+  for r in 0 1 2 3 4 5 6 7 8 9 10; do
+    d=$TMP/logs/job/rank.$(printf %02d $r)
+    [ "$(cat "$d/stdout")" = "$(printf 'out %s\ntail %s' $r $r)" ] || fail "rank $r stdout: $(cat "$d/stdout")"
+    [ "$(cat "$d/stderr")" = "err $r" ] || fail "rank $r stderr: $(cat "$d/stderr")"
+  done
+  grep -qx '\[10\]<stdout>:out 10' "$TMP/out" || fail "terminal output lost its prefix"
+  # A directory that cannot be created stops hvdrun before any rank starts.
+  : > "$TMP/plainfile"
+  run -np 1 --output-filename "$TMP/plainfile/sub" sh -c 'echo started'
+  [ "$rc" = 1 ] || fail "expected exit code 1, got $rc"
+  grep -qx "hvdrun: cannot create directory $TMP/plainfile: a file of that name exists" "$TMP/err" || fail "no clear error"
+  [ ! -s "$TMP/out" ] || fail "a rank started"
+  ;;
+topology)
+  # hvd's own topology through the C API, with this machine under two names
+  # (hosts are told apart by HVD_HOSTNAME): 2 + 2 ranks is homogeneous,
+  # 2 + 1 is not.
+  H=$(hostname)
+  run -np 4 -H "localhost:2,$H:2" "$TOPO"
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  sed -n 's/^\[[0-9]*\]<stdout>://p' "$TMP/out" > "$TMP/probe"
+  expect_lines "$TMP/probe" <<'X'
+rank=0 size=4 local_rank=0 local_size=2 cross_rank=0 cross_size=2 homogeneous=1 backend=gloo
+rank=1 size=4 local_rank=1 local_size=2 cross_rank=0 cross_size=2 homogeneous=1 backend=gloo
+rank=2 size=4 local_rank=0 local_size=2 cross_rank=1 cross_size=2 homogeneous=1 backend=gloo
+rank=3 size=4 local_rank=1 local_size=2 cross_rank=1 cross_size=2 homogeneous=1 backend=gloo
+X
+  run -np 3 -H "localhost:2,$H:1" "$TOPO"
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  sed -n 's/^\[[0-9]*\]<stdout>://p' "$TMP/out" > "$TMP/probe"
+  expect_lines "$TMP/probe" <<'X'
+rank=0 size=3 local_rank=0 local_size=2 cross_rank=0 cross_size=2 homogeneous=0 backend=gloo
+rank=1 size=3 local_rank=1 local_size=2 cross_rank=0 cross_size=1 homogeneous=0 backend=gloo
+rank=2 size=3 local_rank=0 local_size=1 cross_rank=1 cross_size=2 homogeneous=0 backend=gloo
+X
+  ;;
 check_build)
   run --check-build
   [ "$rc" = 0 ] || fail "exit code $rc"
@@ -117,10 +188,15 @@ bad_arguments)
   check_error "cannot read hostfile" -np 1 --hostfile "$TMP/missing" true
   check_error "needs a value" -np
   check_error "mutually exclusive" -np 1 -H a --hostfile f true
+  check_error "--log-level expects trace, debug" -np 1 --log-level loud true
   run --help
   [ "$rc" = 0 ] || fail "--help exit code $rc"
   for flag in -np -H --hostfile --gloo --mpi --ssh-command --ssh-port --network-interface \
-              --start-timeout --verbose --check-build --help; do
+              --start-timeout --verbose --check-build --help --output-filename \
+              --fusion-threshold-mb --cycle-time-ms --cache-capacity --timeline-filename \
+              --timeline-mark-cycles --autotune --autotune-log-file --hierarchical-allreduce \
+              --log-level --disable-cache --no-stall-check --stall-check-warning-time-seconds \
+              --stall-check-shutdown-time-seconds; do
     grep -q -- "$flag" "$TMP/out" || fail "--help does not document $flag"
   done
   ;;

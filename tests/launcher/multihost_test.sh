@@ -43,6 +43,19 @@ if command -v flock > /dev/null 2>&1; then
   flock -w 120 9 || skip "another multihost test holds the lock"
 fi
 
+# Under the lock, namespaces and links of this test that still exist were
+# left by a run that was killed before its cleanup: a stale interface holding
+# 10.77.0.1 would take the launcher's traffic and every rank's connect would
+# time out. Remove them first.
+for ns in $(ip netns list 2> /dev/null | sed -n 's/^\(hvdmh[0-9]*-[a-z0-9]*\).*/\1/p'); do
+  pids=$(ip netns pids "$ns" 2> /dev/null)
+  [ -n "$pids" ] && kill -9 $pids > /dev/null 2>&1
+  ip netns del "$ns" > /dev/null 2>&1
+done
+for link in $(ip -o link show 2> /dev/null | sed -n 's/^[0-9]*: \(hvd[0-9]*r\)[@:].*/\1/p'); do
+  ip link del "$link" > /dev/null 2>&1
+done
+
 ID=$(($$ % 100000))
 BR=hvdmh$ID-br
 HOST1=hvdmh$ID-h1
@@ -163,9 +176,9 @@ gloo_env() {
 probe_lines() {
   sed -n 's/^\[[0-9,]*\]<stdout>://p' "$1" | grep '^rank=' | sort
 }
-expect_topology() {  # $1: backend; lines "rank local local_size cross cross_size" on stdin
+expect_topology() {  # $1: backend, $2: homogeneous (0/1); lines "rank local local_size cross cross_size" on stdin
   while read -r r l ls c cs; do
-    echo "rank=$r size=$N local_rank=$l local_size=$ls cross_rank=$c cross_size=$cs backend=$1"
+    echo "rank=$r size=$N local_rank=$l local_size=$ls cross_rank=$c cross_size=$cs homogeneous=$2 backend=$1"
   done | sort > "$TMP/expected"
 }
 if [ "$WITH_GLOO" != 1 ] || [ -z "$COLL" ]; then
@@ -176,7 +189,7 @@ else
     --network-interface "$ROOT_IF" "$TOPO" > "$TMP/out" 2> "$TMP/err"
   rc=$?
   [ "$rc" = 0 ] || fail "gloo topology probe: hvdrun exited with $rc"
-  expect_topology gloo <<X
+  expect_topology gloo 1 <<X
 0 0 2 0 2
 1 1 2 0 2
 2 0 2 1 2
@@ -191,7 +204,7 @@ X
     --network-interface "$ROOT_IF" "$TOPO" > "$TMP/out" 2> "$TMP/err"
   rc=$?
   [ "$rc" = 0 ] || fail "gloo topology probe (3 hosts): hvdrun exited with $rc"
-  expect_topology gloo <<X
+  expect_topology gloo 0 <<X
 0 0 2 0 3
 1 1 2 0 1
 2 0 1 1 3
@@ -246,7 +259,7 @@ X
     --network-interface 10.77.0.0/24 "$TOPO" > "$TMP/out" 2> "$TMP/err"
   rc=$?
   [ "$rc" = 0 ] || fail "--mpi topology probe: hvdrun exited with $rc"
-  expect_topology mpi <<X
+  expect_topology mpi 1 <<X
 0 0 2 0 2
 1 1 2 0 2
 2 0 2 1 2

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,8 @@ double Expected(hvd_reduce_op op, int64_t i, T t) {
       return mx;
     case HVD_OP_PRODUCT:
       return prod;
+    case HVD_OP_ADASUM:  // tests/mp/adasum_test.cc
+      break;
   }
   return 0;
 }
@@ -445,6 +448,7 @@ TEST(Errors, InvalidArgumentsAreStatusCodes) {
   EXPECT_EQ(hvd_release(h), HVD_OK);
   EXPECT_EQ(hvd_release(h), HVD_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(hvd_last_error()).find("already released"), std::string::npos);
+  EXPECT_NE(std::string(hvd_last_error()).find("hvd_release: unknown handle"), std::string::npos);
   EXPECT_EQ(hvd_poll(h), HVD_ERR_INVALID_ARGUMENT);
   EXPECT_STRNE(hvd_status_string(HVD_ERR_MISMATCH), "");
   EXPECT_EQ(hvd_init(), HVD_ERR_ALREADY_INITIALIZED);
@@ -720,6 +724,46 @@ std::string CheckBeforeInit() {
 
 std::string g_before_init;
 
+// Init, a burst of asynchronous allreduces, shutdown, again and again: the
+// negotiation messages of one incarnation must never reach the next (MPI
+// reuses a freed communicator's context id for the next duplicate).
+bool ReinitCycles() {
+  constexpr int kCycles = 8, kTensors = 300;
+  for (int c = 0; c < kCycles; ++c) {
+    if (hvd_init() != HVD_OK) {
+      std::fprintf(stderr, "FAILED: init of cycle %d: %s\n", c, hvd_last_error());
+      return false;
+    }
+    std::deque<Tensor> t;  // Tensor points into itself: never moved
+    std::vector<hvd_handle> h(kTensors, 0);
+    for (int i = 0; i < kTensors; ++i) t.emplace_back(T::f32, std::vector<int64_t>{4});
+    for (int i = 0; i < kTensors; ++i) {
+      t[i].Set(0, static_cast<float>(hvd_rank() + i + c));
+      const std::string name = "cycle." + std::to_string(i);
+      if (hvd_allreduce_async(name.c_str(), t[i].dl(), t[i].dl(), HVD_OP_SUM, nullptr, &h[i]) !=
+          HVD_OK) {
+        std::fprintf(stderr, "FAILED: cycle %d submit %d: %s\n", c, i, hvd_last_error());
+        return false;
+      }
+    }
+    const int n = hvd_size();
+    for (int i = 0; i < kTensors; ++i) {
+      const float want = static_cast<float>(n * (n - 1) / 2 + n * (i + c));
+      if (hvd_wait(h[i], 60000) != HVD_OK || t[i].Get(0) != want) {
+        std::fprintf(stderr, "FAILED: cycle %d tensor %d: got %g, want %g: %s\n", c, i,
+                     static_cast<double>(t[i].Get(0)), static_cast<double>(want), hvd_last_error());
+        return false;
+      }
+      hvd_release(h[i]);
+    }
+    if (hvd_shutdown() != HVD_OK) {
+      std::fprintf(stderr, "FAILED: shutdown of cycle %d: %s\n", c, hvd_last_error());
+      return false;
+    }
+  }
+  return true;
+}
+
 TEST(Lifecycle, CallsBeforeInitFailCleanly) {
   EXPECT_EQ(g_before_init, "");
 }
@@ -753,5 +797,6 @@ int main(int argc, char** argv) {
     rc = 1;
   }
   hvd_shutdown();
+  if (!ReinitCycles()) rc = 1;
   return rc;
 }

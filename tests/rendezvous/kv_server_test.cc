@@ -251,13 +251,50 @@ TEST_F(KvServerTest, ReplayedFrameIsRejected) {
   EXPECT_EQ(v, "second");
 
   // Replaying the recorded auth on a fresh connection fails too: new nonce.
+  // This peer was logged above already, so the refusal is only counted.
+  const uint64_t refused = server_.stats().refused;
   UniqueFd fd2 = Raw();
   testing::internal::CaptureStderr();
   Send(fd2.get(), frame);
   EXPECT_TRUE(ClosedByServer(fd2.get()));
   log = testing::internal::GetCapturedStderr();
-  EXPECT_NE(log.find("refused connection from"), std::string::npos) << log;
+  EXPECT_EQ(log, "");
+  EXPECT_EQ(server_.stats().refused, refused + 1);
   ExpectServerStillWorks();
+}
+
+TEST_F(KvServerTest, OversizedFrameBeforeAuthenticationIsRefusedAtItsPrefix) {
+  UniqueFd fd = Raw();
+  testing::internal::CaptureStderr();
+  // 257 bytes announced, none sent: refused without waiting for the body.
+  Send(fd.get(), std::string("\x00\x00\x01\x01", 4));
+  EXPECT_TRUE(ClosedByServer(fd.get()));
+  std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("frame larger than 256 bytes before authentication"), std::string::npos)
+      << log;
+  ExpectServerStillWorks();
+}
+
+TEST_F(KvServerTest, RefusalsAreLoggedOncePerPeerAndSummarisedAtStop) {
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<KVClient> bad;
+    EXPECT_FALSE(KVClient::Connect("127.0.0.1", server_.port(), "wrong", 5.0, &bad).ok());
+  }
+  UniqueFd fd = Raw();
+  Send(fd.get(), std::string("\xff\xff\xff\xff", 4));
+  EXPECT_TRUE(ClosedByServer(fd.get()));
+  server_.Stop();
+  std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  EXPECT_NE(log.find("hvd rendezvous: refused connection from 127.0.0.1:"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("further refusals from 127.0.0.1 are counted"), std::string::npos) << log;
+  EXPECT_NE(log.find("hvd rendezvous: 127.0.0.1: 6 connections refused or closed in all (5 "
+                     "authentication failed, 1 malformed frame)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(server_.stats().refused, 6u);
 }
 
 TEST_F(KvServerTest, ManyConcurrentClients) {

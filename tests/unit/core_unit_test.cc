@@ -1,5 +1,5 @@
-// Unit tests of the core pieces that need no peers: wire encoding, the
-// response cache, fusion planning, configuration parsing and reductions.
+// Unit tests of the core pieces that need no peers: the negotiation wire
+// format, the response cache, fusion planning, configuration parsing and reductions.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,10 +7,12 @@
 #include <cstring>
 
 #include "core/common/config.h"
+#include "core/common/dtype_dispatch.h"
 #include "core/common/half.h"
 #include "core/common/reduce.h"
 #include "core/coordination/fusion.h"
 #include "core/coordination/message.h"
+#include "core/coordination/protocol.h"
 #include "core/coordination/response_cache.h"
 #include "core/observability/autotune/bayesian_optimizer.h"
 #include "core/observability/autotune/gaussian_process.h"
@@ -37,9 +39,12 @@ Response MakeResponse(const std::string& name, int64_t count, DataType dt = Data
   return r;
 }
 
-TEST(Wire, RequestListRoundTrip) {
-  RequestList list;
-  list.shutdown = true;
+TEST(Wire, ReportRoundTrip) {
+  Report rep;
+  rep.shutdown = true;
+  rep.epoch = 42;
+  rep.hits = {3, 1, 7};
+  rep.invalid = {9};
   Request q = MakeRequest("grad/conv1", {64, 3, 7, 7}, DataType::kBFloat16);
   q.rank = 3;
   q.type = OpType::kAlltoall;
@@ -47,52 +52,106 @@ TEST(Wire, RequestListRoundTrip) {
   q.prescale = 0.25;
   q.group = "g";
   q.group_size = 2;
-  list.requests = {q, MakeRequest("b", {})};
-  RequestList out;
-  ASSERT_TRUE(DecodeRequestList(EncodeRequestList(list), &out).ok());
+  rep.requests = {q, MakeRequest("b", {})};
+  Report out;
+  ASSERT_TRUE(DecodeReport(EncodeReport(rep), &out).ok());
   ASSERT_EQ(out.requests.size(), 2u);
   EXPECT_TRUE(out.shutdown);
+  EXPECT_EQ(out.epoch, 42);
+  EXPECT_EQ(out.hits, (std::vector<int32_t>{1, 3, 7}));  // a set: dense ones come sorted
+  EXPECT_EQ(out.invalid, std::vector<int32_t>{9});
   EXPECT_EQ(out.requests[0].name, "grad/conv1");
   EXPECT_TRUE(out.requests[0].SameParams(q));
   EXPECT_EQ(out.requests[0].rank, 3);
   EXPECT_EQ(out.requests[1].shape.size(), 0u);
 }
 
-TEST(Wire, ResponseListRoundTrip) {
-  ResponseList list;
-  list.shutdown_ranks = {1};
-  Response r = MakeResponse("x", 10);
-  r.error_code = Code::kMismatch;
-  r.error = "bad";
-  r.joined_ranks = {2};
-  list.responses = {r, MakeResponse("y", 3)};
-  ResponseList out;
-  ASSERT_TRUE(DecodeResponseList(EncodeResponseList(list), &out).ok());
-  ASSERT_EQ(out.responses.size(), 2u);
-  EXPECT_EQ(out.responses[0].error_code, Code::kMismatch);
-  EXPECT_EQ(out.responses[0].error, "bad");
-  EXPECT_EQ(out.responses[0].joined_ranks, std::vector<int32_t>{2});
-  EXPECT_EQ(out.shutdown_ranks, std::vector<int32_t>{1});
+// Dense slot sets travel as a bitmap (a step of a large model reports
+// hundreds of slots): ascending order on decode, and far fewer bytes.
+TEST(Wire, DenseSlotsAreABitmap) {
+  Report dense, sparse;
+  for (int32_t s = 0; s < 1000; ++s) dense.hits.push_back(s);
+  sparse.hits = {999};
+  const std::string d = EncodeReport(dense);
+  EXPECT_LT(d.size(), 200u);
+  Report out;
+  ASSERT_TRUE(DecodeReport(d, &out).ok());
+  EXPECT_EQ(out.hits, dense.hits);
+  ASSERT_TRUE(DecodeReport(EncodeReport(sparse), &out).ok());
+  EXPECT_EQ(out.hits, sparse.hits);
+}
+
+TEST(Wire, DecisionRoundTrip) {
+  Decision d;
+  d.seq = 7;
+  Action run;
+  run.kind = Action::kRun;
+  run.slot = 4;
+  run.response = MakeResponse("x", 10);
+  run.response.error_code = Code::kMismatch;
+  run.response.error = "bad";
+  run.response.joined_ranks = {2};
+  Action cached;
+  cached.kind = Action::kRunCached;
+  cached.slots = {0, 2, 5};
+  cached.ranks = {1};
+  Action params;
+  params.kind = Action::kParams;
+  params.params.fusion_threshold_bytes = 1 << 20;
+  params.params.cycle_time_ms = 2.5;
+  params.params.allreduce_chunk_bytes = 4096;
+  Action erase;
+  erase.kind = Action::kErase;
+  erase.slot = 3;
+  Action stop;
+  stop.kind = Action::kShutdown;
+  stop.ranks = {1, 2};
+  Action lost;
+  lost.kind = Action::kPeerLost;
+  lost.ranks = {3};
+  lost.error = "gone";
+  d.actions = {run, cached, params, erase, stop, lost};
+  Decision out;
+  ASSERT_TRUE(DecodeDecision(EncodeDecision(d), &out).ok());
+  EXPECT_EQ(out.seq, 7);
+  ASSERT_EQ(out.actions.size(), 6u);
+  EXPECT_EQ(out.actions[0].slot, 4);
+  EXPECT_EQ(out.actions[0].response.error, "bad");
+  EXPECT_EQ(out.actions[0].response.joined_ranks, std::vector<int32_t>{2});
+  EXPECT_EQ(out.actions[1].slots, (std::vector<int32_t>{0, 2, 5}));
+  EXPECT_EQ(out.actions[1].ranks, std::vector<int32_t>{1});
+  EXPECT_EQ(out.actions[2].params.cycle_time_ms, 2.5);
+  EXPECT_EQ(out.actions[2].params.allreduce_chunk_bytes, 4096);
+  EXPECT_EQ(out.actions[3].slot, 3);
+  EXPECT_EQ(out.actions[4].ranks, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(out.actions[5].error, "gone");
 }
 
 TEST(Wire, EveryTruncationAndCorruptionIsRejected) {
-  RequestList list;
-  list.requests = {MakeRequest("abc", {2, 3}), MakeRequest("d", {5})};
-  const std::string bytes = EncodeRequestList(list);
-  RequestList out;
+  Report rep;
+  rep.hits = {1, 2};
+  rep.requests = {MakeRequest("abc", {2, 3}), MakeRequest("d", {5})};
+  const std::string bytes = EncodeReport(rep);
+  Report out;
   for (size_t n = 0; n < bytes.size(); ++n) {
-    EXPECT_FALSE(DecodeRequestList(bytes.substr(0, n), &out).ok()) << "prefix " << n;
+    EXPECT_FALSE(DecodeReport(bytes.substr(0, n), &out).ok()) << "prefix " << n;
   }
-  EXPECT_FALSE(DecodeRequestList(bytes + "x", &out).ok());
+  EXPECT_FALSE(DecodeReport(bytes + "x", &out).ok());
   // Flip every byte: must never crash (it may or may not decode).
   for (size_t i = 0; i < bytes.size(); ++i) {
     std::string b = bytes;
     b[i] = static_cast<char>(b[i] ^ 0xff);
-    (void)DecodeRequestList(b, &out);
+    (void)DecodeReport(b, &out);
   }
-  // A hostile element count is refused before any allocation.
-  std::string huge = bytes.substr(0, 5) + std::string("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
-  EXPECT_FALSE(DecodeRequestList(huge, &out).ok());
+  Decision d;
+  d.seq = 1;
+  d.actions.resize(1);
+  d.actions[0].response = MakeResponse("x", 3);
+  const std::string dbytes = EncodeDecision(d);
+  Decision dout;
+  for (size_t n = 0; n < dbytes.size(); ++n) {
+    EXPECT_FALSE(DecodeDecision(dbytes.substr(0, n), &dout).ok()) << "prefix " << n;
+  }
 }
 
 TEST(ResponseCache, HitMissInvalidAndLruEviction) {
@@ -100,20 +159,23 @@ TEST(ResponseCache, HitMissInvalidAndLruEviction) {
   Request a = MakeRequest("a", {4}), b = MakeRequest("b", {4}), c = MakeRequest("c", {4});
   int pos = -1;
   EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kMiss);
-  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a), 0);
-  EXPECT_EQ(cache.Put(MakeResponse("b", 4), b), 1);
+  int evicted = -2;
+  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a, &evicted), 0);
+  EXPECT_EQ(evicted, -1);
+  EXPECT_EQ(cache.Put(MakeResponse("b", 4), b, &evicted), 1);
   EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kHit);
   EXPECT_EQ(pos, 0);
   Request a2 = MakeRequest("a", {5});
   EXPECT_EQ(cache.Lookup(a2, &pos), ResponseCache::State::kInvalid);
   cache.Touch(0);  // b is now least recently used
-  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c), 1);
+  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), 1);
+  EXPECT_EQ(evicted, 1);
   EXPECT_EQ(cache.Lookup(b, &pos), ResponseCache::State::kMiss);
   EXPECT_EQ(cache.Lookup(c, &pos), ResponseCache::State::kHit);
   EXPECT_EQ(pos, 1);
   cache.Erase(0);
   EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kMiss);
-  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a), 0);  // lowest free slot again
+  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a, &evicted), 0);  // lowest free slot again
   EXPECT_EQ(cache.size(), 2u);
 }
 
@@ -197,6 +259,94 @@ TEST(Config, DefaultsAliasesAndErrors) {
   unsetenv("HVD_LOG_LEVEL");
   unsetenv("HVD_FUSION_THRESHOLD");
   unsetenv("HOROVOD_FUSION_THRESHOLD");
+}
+
+// Settings read once by Config: a bad value is an error naming the variable
+// and the value (the GPU timeout used to fall back to 600 silently).
+TEST(Config, GpuAndElasticSettingsAreValidated) {
+  Config c;
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.gpu_timeout_seconds, 600.0);
+  EXPECT_EQ(c.gpu_operations, GpuOperations::kAuto);
+  EXPECT_EQ(c.elastic_timeout_seconds, 600.0);
+  setenv("HVD_GPU_TIMEOUT_SECONDS", "ten", 1);
+  Status s = Config::FromEnvironment(&c);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("HVD_GPU_TIMEOUT_SECONDS='ten'"), std::string::npos) << s.message();
+  setenv("HVD_GPU_TIMEOUT_SECONDS", "0", 1);  // 0: no limit
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.gpu_timeout_seconds, 0.0);
+  unsetenv("HVD_GPU_TIMEOUT_SECONDS");
+  setenv("HOROVOD_GPU_OPERATIONS", "MPI", 1);
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.gpu_operations, GpuOperations::kStaging);
+  setenv("HOROVOD_GPU_OPERATIONS", "nvlink", 1);
+  s = Config::FromEnvironment(&c);
+  EXPECT_NE(s.message().find("HVD_GPU_OPERATIONS='nvlink'"), std::string::npos) << s.message();
+  unsetenv("HOROVOD_GPU_OPERATIONS");
+  setenv("HVD_ELASTIC_TIMEOUT", "0", 1);
+  s = Config::FromEnvironment(&c);
+  EXPECT_NE(s.message().find("HVD_ELASTIC_TIMEOUT='0'"), std::string::npos) << s.message();
+  unsetenv("HVD_ELASTIC_TIMEOUT");
+}
+
+// The launcher's variables: one host rule, the first rank/size pair, the
+// rendezvous store.
+TEST(LaunchEnv, HostRankPairsAndStore) {
+  for (const char* v :
+       {"HVD_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME", "HVD_RANK", "HVD_SIZE", "HOROVOD_RANK",
+        "HOROVOD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+        "SLURM_PROCID", "SLURM_NTASKS", "HVD_RENDEZVOUS_ADDR"}) {
+    unsetenv(v);
+  }
+  setenv("SLURMD_NODENAME", "slurm-node", 1);
+  EXPECT_EQ(HostKey(), "slurm-node");
+  setenv("PMIX_HOSTNAME", "pmix-node", 1);
+  EXPECT_EQ(HostKey(), "pmix-node");
+  setenv("HVD_HOSTNAME", "hvd-node", 1);
+  EXPECT_EQ(LaunchEnv::FromEnvironment().host, "hvd-node");
+
+  LaunchEnv e = LaunchEnv::FromEnvironment();
+  EXPECT_FALSE(e.has_rank);
+  EXPECT_FALSE(e.rendezvous.set);
+  setenv("PMI_RANK", "2", 1);
+  setenv("PMI_SIZE", "4", 1);
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);  // an earlier pair, half set: an error
+  e = LaunchEnv::FromEnvironment();
+  EXPECT_NE(e.rank_error.message().find("OMPI_COMM_WORLD_RANK=1 / OMPI_COMM_WORLD_SIZE=(unset)"),
+            std::string::npos)
+      << e.rank_error.message();
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  e = LaunchEnv::FromEnvironment();
+  EXPECT_TRUE(e.rank_error.ok());
+  EXPECT_TRUE(e.has_rank && e.rank == 2 && e.size == 4 && e.mpi_launched);
+  setenv("HVD_RENDEZVOUS_ADDR", "10.0.0.1", 1);
+  EXPECT_TRUE(LaunchEnv::FromEnvironment().rendezvous.set);
+  for (const char* v : {"HVD_HOSTNAME", "PMIX_HOSTNAME", "SLURMD_NODENAME", "PMI_RANK", "PMI_SIZE",
+                        "HVD_RENDEZVOUS_ADDR"}) {
+    unsetenv(v);
+  }
+}
+
+// Every DataType converts to DLPack and back; other DLPack types are refused.
+TEST(DataTypes, DLPackRoundTripAndRefusals) {
+  for (int i = 0; i < kNumDataTypes; ++i) {
+    const auto dt = static_cast<DataType>(i);
+    const DLDataType dl = ToDLDataType(dt);
+    EXPECT_EQ(dl.bits, DataTypeSize(dt) * 8);
+    DataType back = DataType::kUInt8;
+    ASSERT_TRUE(FromDLDataType(dl, &back).ok()) << DataTypeName(dt);
+    EXPECT_EQ(back, dt);
+  }
+  DataType out;
+  for (DLDataType bad :
+       {DLDataType{kDLFloat, 8, 1}, DLDataType{kDLUInt, 16, 1}, DLDataType{kDLBfloat, 32, 1},
+        DLDataType{kDLInt, 12, 1}, DLDataType{kDLComplex, 64, 1}, DLDataType{kDLFloat, 32, 4}}) {
+    EXPECT_EQ(FromDLDataType(bad, &out).code(), Code::kInvalidArgument);
+  }
+  EXPECT_EQ(DataTypeSize(DataType::kBFloat16), 2u);
+  EXPECT_EQ(DataTypeSize(static_cast<DataType>(200)), 0u);  // outside the enum
+  EXPECT_STREQ(DataTypeName(static_cast<DataType>(200)), "unknown");
 }
 
 TEST(Half, ConversionsRoundToNearestEven) {

@@ -1,6 +1,5 @@
 #include "tools/hvd_bench/gloo_raw.h"
 
-#include <arpa/inet.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/math.h>
@@ -9,9 +8,6 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -21,6 +17,7 @@
 
 #include "core/rendezvous/kv_client.h"
 #include "core/rendezvous/socket_util.h"
+#include "tools/hvd_bench/fail.h"
 
 namespace hvdbench {
 namespace {
@@ -60,25 +57,48 @@ const char* Env(const char* name) {
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
-class RawGlooImpl : public RawGloo {
+bool EnvInt(const char* name, int* out) {
+  const char* v = Env(name);
+  if (v == nullptr) return false;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1000000000L) return false;
+  *out = static_cast<int>(x);
+  return true;
+}
+
+class RawGloo : public RawComm {
  public:
-  RawGlooImpl(std::shared_ptr<gloo::Context> ctx, std::chrono::milliseconds timeout)
+  RawGloo(std::shared_ptr<gloo::Context> ctx, std::chrono::milliseconds timeout)
       : ctx_(std::move(ctx)), timeout_(timeout) {}
 
-  void AllreduceSum(const float* in, float* out, size_t count) override {
-    gloo::AllreduceOptions opts(ctx_);
-    opts.setInput(const_cast<float*>(in), count);
-    opts.setOutput(out, count);
-    opts.setReduceFunction(
-        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
-    opts.setTimeout(timeout_);
-    gloo::allreduce(opts);
+  Backend backend() const override { return Backend::kGloo; }
+  int rank() const override { return ctx_->rank; }
+  int size() const override { return ctx_->size; }
+  void AllreduceSum(const float* in, float* out, int64_t count) override {
+    try {
+      gloo::AllreduceOptions opts(ctx_);
+      opts.setInput(const_cast<float*>(in), static_cast<size_t>(count));
+      opts.setOutput(out, static_cast<size_t>(count));
+      opts.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+      opts.setTimeout(timeout_);
+      gloo::allreduce(opts);
+    } catch (const std::exception& e) {
+      Die(std::string("raw gloo::allreduce: ") + e.what());
+    }
   }
   void Barrier() override {
-    gloo::BarrierOptions opts(ctx_);
-    opts.setTimeout(timeout_);
-    gloo::barrier(opts);
+    try {
+      gloo::BarrierOptions opts(ctx_);
+      opts.setTimeout(timeout_);
+      gloo::barrier(opts);
+    } catch (const std::exception& e) {
+      Die(std::string("raw gloo::barrier: ") + e.what());
+    }
   }
+  // Its own context, device and sockets: nothing shared with hvd's.
+  bool UsableBesideHvd(std::string*) const override { return true; }
 
  private:
   std::shared_ptr<gloo::Context> ctx_;
@@ -87,10 +107,14 @@ class RawGlooImpl : public RawGloo {
 
 }  // namespace
 
-std::unique_ptr<RawGloo> RawGloo::Create(int rank, int size, double timeout_seconds,
-                                         std::string* why) {
+std::unique_ptr<RawComm> CreateRawGloo(double timeout_seconds, std::string* why) {
   if (Env("HVD_RENDEZVOUS_ADDR") == nullptr) {
     *why = "HVD_RENDEZVOUS_ADDR is not set (not started by hvdrun)";
+    return nullptr;
+  }
+  int rank = 0, size = 0;
+  if (!EnvInt("HVD_RANK", &rank) || !EnvInt("HVD_SIZE", &size) || size < 1 || rank >= size) {
+    *why = "HVD_RANK/HVD_SIZE are not set to a rank and a size (not started by hvdrun)";
     return nullptr;
   }
   std::unique_ptr<hvd::KVClient> client;
@@ -131,7 +155,7 @@ std::unique_ptr<RawGloo> RawGloo::Create(int rank, int size, double timeout_seco
     ctx->setTimeout(timeout);
     gloo::rendezvous::PrefixStore pstore(prefix, *store);
     ctx->connectFullMesh(pstore, device);
-    return std::make_unique<RawGlooImpl>(std::move(ctx), timeout);
+    return std::make_unique<RawGloo>(std::move(ctx), timeout);
   } catch (const std::exception& e) {
     *why = std::string("Gloo: ") + e.what();
     return nullptr;

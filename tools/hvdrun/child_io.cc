@@ -73,10 +73,13 @@ void OutputPoll::RelayReady() {
     ChildProcess* proc = &refs_[i].child->proc;
     const bool is_stdout = refs_[i].is_stdout;
     LinePrefixer* sink = is_stdout ? &refs_[i].child->out : &refs_[i].child->err;
+    const rendezvous::UniqueFd& copy =
+        is_stdout ? refs_[i].child->out_copy : refs_[i].child->err_copy;
     char buf[65536];
     ssize_t n = ::read(fds_[i + 1].fd, buf, sizeof(buf));
     if (n > 0) {
       sink->Feed(buf, static_cast<size_t>(n));
+      if (copy.valid()) WriteAll(copy.get(), buf, static_cast<size_t>(n));
       continue;
     }
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;

@@ -28,12 +28,15 @@ rendezvous::UniqueFd OpenJobSignalFd();
 std::vector<int> ReadJobSignals(int signal_fd);
 
 // A child process and the prefixers of its stdout and stderr, tagged with
-// its rank or worker id.
+// its rank or worker id, plus the files its output is copied to when
+// --output-filename is given (invalid otherwise).
 struct ChildWithOutput {
   explicit ChildWithOutput(int id) : out(id, "stdout", 1), err(id, "stderr", 2) {}
   ChildProcess proc;
   LinePrefixer out;
   LinePrefixer err;
+  rendezvous::UniqueFd out_copy;
+  rendezvous::UniqueFd err_copy;
 };
 
 // One round of poll(): the signalfd first, then the open pipes of each

@@ -239,7 +239,12 @@ void Driver::Spawn(const std::string& host) {
     for (const auto& a : argv) line += " " + a;
     std::fprintf(stderr, "%s\n", line.c_str());
   }
-  Status s = w->proc.Start(argv, env);
+  Status s;
+  if (!opt_.output_dir.empty()) {
+    s = OpenOutputCopies(opt_.output_dir, "worker." + std::to_string(id), &w->out_copy,
+                         &w->err_copy);
+  }
+  if (s.ok()) s = w->proc.Start(argv, env);
   if (!s.ok()) {
     std::fprintf(stderr, "hvdrun: cannot start a worker on host %s: %s\n", host.c_str(),
                  s.message().c_str());

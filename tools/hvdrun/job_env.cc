@@ -62,6 +62,7 @@ EnvList RankVariables(const RankPlacement& rank, const JobFacts& job,
   std::snprintf(buf, sizeof(buf), "%g", job.start_timeout_seconds);
   add_default("HVD_START_TIMEOUT", buf);
   if (!job.network_interface.empty()) add_default("HVD_GLOO_IFACE", job.network_interface);
+  vars.insert(vars.end(), job.flag_env.begin(), job.flag_env.end());
   return vars;
 }
 

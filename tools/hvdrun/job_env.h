@@ -18,11 +18,12 @@ struct JobFacts {
   std::string secret_hex;
   std::string network_interface;  // "" if not given
   double start_timeout_seconds = 30;
+  EnvList flag_env;  // set by the tuning flags; overrides the inherited values
 };
 
 // The variables hvdrun sets for one rank, in a fixed order. Defaults
 // (HVD_CONTROLLER=gloo, ...) are skipped when the caller's environment,
-// given as "K=V" strings, already sets them.
+// given as "K=V" strings, already sets them; job.flag_env comes last.
 EnvList RankVariables(const RankPlacement& rank, const JobFacts& job,
                       const std::vector<std::string>& inherited);
 

@@ -18,6 +18,7 @@
 #include "tools/hvdrun/mpi_launch.h"
 #include "tools/hvdrun/net.h"
 #include "tools/hvdrun/options.h"
+#include "tools/hvdrun/output.h"
 #include "tools/hvdrun/preflight.h"
 #include "tools/hvdrun/process.h"
 #include "tools/hvdrun/supervisor.h"
@@ -94,6 +95,10 @@ int Main(int argc, char** argv) {
   if (!s.ok()) return Fail(s, 2);
 
   if (options.mode == LaunchMode::kMpi) return ExecMpirun(options, ranks);
+  if (!options.output_dir.empty()) {
+    s = MakeDirectories(options.output_dir);
+    if (!s.ok()) return Fail(s);
+  }
 
   RemoteShell shell;
   s = MakeRemoteShell(options.ssh_command, options.ssh_port, &shell);
@@ -143,6 +148,7 @@ int Main(int argc, char** argv) {
   job.secret_hex = rendezvous::HexEncode(secret);
   job.network_interface = options.network_interface;
   job.start_timeout_seconds = options.start_timeout_seconds;
+  job.flag_env = options.rank_env;
   std::vector<std::string> environment = CurrentEnvironment();
   if (options.elastic) {
     ElasticJob ej;
@@ -177,7 +183,7 @@ int Main(int argc, char** argv) {
     }
     launches.push_back(std::move(l));
   }
-  int code = RunJob(launches, options.grace_seconds, options.verbose);
+  int code = RunJob(launches, options.grace_seconds, options.verbose, options.output_dir);
   server.Stop();
   return code;
 }

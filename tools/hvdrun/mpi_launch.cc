@@ -1,6 +1,7 @@
 #include "tools/hvdrun/mpi_launch.h"
 
 #include <map>
+#include <set>
 
 #include "tools/hvdrun/job_env.h"
 
@@ -31,10 +32,17 @@ std::vector<std::string> MpirunArgv(const Options& options, const std::vector<Ra
                              "oob_tcp_if_include", options.network_interface});
   }
   argv.push_back("--tag-output");
-  // mpirun does not export the launcher's environment to remote hosts.
+  if (!options.output_dir.empty())
+    argv.insert(argv.end(), {"--output-filename", options.output_dir});
+  // mpirun does not export the launcher's environment to remote hosts. The
+  // tuning flags' values replace the inherited ones.
+  std::set<std::string> from_flags;
+  for (const auto& kv : options.rank_env) from_flags.insert(kv.first);
   for (const auto& kv : ForwardedVariables(environment)) {
-    argv.insert(argv.end(), {"-x", kv.first});
+    if (!from_flags.count(kv.first)) argv.insert(argv.end(), {"-x", kv.first});
   }
+  for (const auto& kv : options.rank_env)
+    argv.insert(argv.end(), {"-x", kv.first + "=" + kv.second});
   argv.insert(argv.end(), options.command.begin(), options.command.end());
   return argv;
 }

@@ -13,8 +13,10 @@ namespace run {
 // mpirun --allow-run-as-root --oversubscribe -np N -H host:slots,...
 //        [--mca plm_rsh_agent CMD] [--mca plm_rsh_args "-p P"]
 //        [--mca btl_tcp_if_include IF --mca oob_tcp_if_include IF]
-//        --tag-output [-x VAR]... program args
-// Only hosts that receive a rank are listed, with the slots they use.
+//        --tag-output [--output-filename DIR] [-x VAR]... [-x VAR=VALUE]...
+//        program args
+// Only hosts that receive a rank are listed, with the slots they use. The
+// -x VAR=VALUE are the tuning flags' variables (Options::rank_env).
 std::vector<std::string> MpirunArgv(const Options& options, const std::vector<RankPlacement>& ranks,
                                     const std::vector<std::string>& environment);
 

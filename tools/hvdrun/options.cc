@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "tools/hvdrun/tuning_flags.h"
+
 namespace hvd {
 namespace run {
 
@@ -82,7 +84,7 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
       np_given = true;
     } else if (arg == "-H" || arg == "--hosts") {
       HVD_RETURN_IF_ERROR(take(&o.hosts));
-    } else if (arg == "--hostfile") {
+    } else if (arg == "--hostfile" || arg == "-hostfile") {
       HVD_RETURN_IF_ERROR(take(&o.hostfile));
     } else if (arg == "--gloo") {
       o.mode = LaunchMode::kGloo;
@@ -117,11 +119,11 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
       o.grace_seconds = s;
     } else if (arg == "--elastic") {
       o.elastic = true;
-    } else if (arg == "--min-np") {
+    } else if (arg == "--min-np" || arg == "--min-num-proc") {
       HVD_RETURN_IF_ERROR(take(&v));
       HVD_RETURN_IF_ERROR(ParseInt("--min-np", v, 1, 1 << 20, &o.min_np));
       o.elastic = true;
-    } else if (arg == "--max-np") {
+    } else if (arg == "--max-np" || arg == "--max-num-proc") {
       HVD_RETURN_IF_ERROR(take(&v));
       HVD_RETURN_IF_ERROR(ParseInt("--max-np", v, 1, 1 << 20, &o.max_np));
       o.elastic = true;
@@ -138,12 +140,17 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
       (arg == "--elastic-timeout" ? o.elastic_timeout_seconds : o.blacklist_cooldown_seconds) = s;
     } else if (arg == "--verbose" || arg == "-v") {
       o.verbose = true;
-    } else if (arg == "--check-build") {
+    } else if (arg == "--check-build" || arg == "-cb") {
       o.check_build = true;
     } else if (arg == "--help" || arg == "-h") {
       o.help = true;
+    } else if (arg == "--output-filename") {
+      HVD_RETURN_IF_ERROR(take(&o.output_dir));
+      if (o.output_dir.empty()) return Status::Invalid("--output-filename needs a directory");
     } else {
-      return Status::Invalid("unknown option '" + arg + "' (see hvdrun --help)");
+      bool tuning = false;
+      HVD_RETURN_IF_ERROR(ParseTuningFlag(arg, take, &tuning, &o.rank_env));
+      if (!tuning) return Status::Invalid("unknown option '" + arg + "' (see hvdrun --help)");
     }
     ++i;
   }
@@ -161,7 +168,7 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
 }
 
 std::string HelpText() {
-  return R"(usage: hvdrun -np N [options] [--] program [args...]
+  return std::string(R"(usage: hvdrun -np N [options] [--] program [args...]
 
 Starts N ranks of an hvd job and hosts the rendezvous store they use.
 
@@ -171,7 +178,8 @@ Options:
                             fill hosts in order; "host" alone means 1 slot.
                             Default: localhost:N.
   --hostfile FILE           One host per line: "host slots=N", "host:N" or "host";
-                            '#' starts a comment. Exclusive with -H.
+                            '#' starts a comment. Exclusive with -H. Also
+                            spelled -hostfile.
   --gloo                    Launch the ranks directly with the Gloo backend
                             (default): hvdrun sets HVD_CONTROLLER=gloo and
                             HVD_CPU_OPERATIONS=gloo unless they are set already.
@@ -196,9 +204,15 @@ Options:
                             ranks get SIGTERM, then SIGKILL S seconds later;
                             time to report the error or save a checkpoint.
                             Default 3.
+  --output-filename DIR     Also write each rank's output, as the rank wrote it,
+                            to DIR/rank.N/stdout and DIR/rank.N/stderr (N padded
+                            with zeros to the width of the last rank; elastic:
+                            DIR/worker.ID/). With --mpi it is passed to mpirun.
 Elastic training (docs/elastic.md): workers may die or join while the job runs.
   --min-np N                Fewest workers the job runs with (default: -np, else 1).
+                            Also spelled --min-num-proc.
   --max-np N                Most workers started (default: -np, else no limit).
+                            Also spelled --max-num-proc.
   --host-discovery-script S Shell command printing the current hosts, one
                             "host:slots" per line; run every second.
   --elastic                 Elastic mode with the fixed hosts of -H/--hostfile
@@ -209,10 +223,13 @@ Elastic training (docs/elastic.md): workers may die or join while the job runs.
                             S seconds. Default 30.
   -v, --verbose             Print the hosts, the rendezvous address and every
                             command hvdrun starts.
-  --check-build             Print the backends this build of hvd has and exit.
+  -cb, --check-build        Print the backends this build of hvd has and exit.
   -h, --help                Print this help and exit.
   --                        End of hvdrun's options; the program follows.
-
+Tuning (horovodrun's flags): each sets an HVD_* variable for every rank,
+overriding hvdrun's environment (docs/tuning.md).
+)") + TuningFlagsHelp() +
+         R"(
 Each line a rank prints is prefixed "[RANK]<stdout>:" or "[RANK]<stderr>:".
 If a rank fails, hvdrun stops the others and exits with that rank's code
 (128+signal if it was killed). SIGINT/SIGTERM are forwarded to every rank.

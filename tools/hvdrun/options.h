@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/common/status.h"
+#include "tools/hvdrun/command.h"
 
 namespace hvd {
 namespace run {
@@ -25,6 +26,12 @@ struct Options {
   bool check_build = false;
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
+  // HVD_* variables set by horovodrun's tuning flags (tuning_flags.h), in
+  // the order given; they override hvdrun's own environment.
+  EnvList rank_env;
+  // --output-filename DIR: each rank's output is also written, unprefixed,
+  // to DIR/rank.N/stdout and DIR/rank.N/stderr.
+  std::string output_dir;
 
   // Elastic mode (docs/elastic.md): on when any of these flags is given.
   bool elastic = false;

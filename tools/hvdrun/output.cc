@@ -1,5 +1,7 @@
 #include "tools/hvdrun/output.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,17 +15,54 @@ namespace {
 // buffered without bound.
 constexpr size_t kMaxLine = 1 << 20;
 
-void WriteAll(int fd, const std::string& s) {
+Status MakeDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0777) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::OK();
+    return Status::Invalid("cannot create directory " + dir + ": a file of that name exists");
+  }
+  return Status::Invalid("cannot create directory " + dir + ": " + rendezvous::ErrnoString(errno));
+}
+
+Status OpenForWriting(const std::string& path, rendezvous::UniqueFd* fd) {
+  fd->Reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (fd->valid()) return Status::OK();
+  return Status::Invalid("cannot open " + path + ": " + rendezvous::ErrnoString(errno));
+}
+
+}  // namespace
+
+void WriteAll(int fd, const char* data, size_t size) {
   size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+  while (off < size) {
+    ssize_t n = ::write(fd, data + off, size - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // our own output is gone (closed pipe): drop it
+    if (n <= 0) return;
     off += static_cast<size_t>(n);
   }
 }
 
-}  // namespace
+Status MakeDirectories(const std::string& dir) {
+  for (size_t slash = dir.find('/', 1); slash != std::string::npos;
+       slash = dir.find('/', slash + 1)) {
+    HVD_RETURN_IF_ERROR(MakeDirectory(dir.substr(0, slash)));
+  }
+  return MakeDirectory(dir);
+}
+
+std::string RankOutputName(int rank, int np) {
+  const size_t width = std::to_string(np > 1 ? np - 1 : 0).size();
+  std::string n = std::to_string(rank);
+  return "rank." + std::string(n.size() < width ? width - n.size() : 0, '0') + n;
+}
+
+Status OpenOutputCopies(const std::string& dir, const std::string& name, rendezvous::UniqueFd* out,
+                        rendezvous::UniqueFd* err) {
+  const std::string sub = dir + "/" + name;
+  HVD_RETURN_IF_ERROR(MakeDirectory(sub));
+  HVD_RETURN_IF_ERROR(OpenForWriting(sub + "/stdout", out));
+  return OpenForWriting(sub + "/stderr", err);
+}
 
 LinePrefixer::LinePrefixer(int rank, const char* stream_name, int dest_fd)
     : prefix_("[" + std::to_string(rank) + "]<" + stream_name + ">:"), dest_fd_(dest_fd) {}
@@ -60,7 +99,7 @@ void LinePrefixer::Emit(const char* line, size_t size) {
   out += prefix_;
   out.append(line, size);
   out += '\n';
-  WriteAll(dest_fd_, out);
+  WriteAll(dest_fd_, out.data(), out.size());
 }
 
 }  // namespace run

@@ -1,12 +1,34 @@
-// Prefixes every line a rank writes with "[RANK]<stdout>:" or
-// "[RANK]<stderr>:" and writes whole lines to hvdrun's own stdout/stderr,
-// one write() per line so lines of different ranks never interleave.
+// Where a rank's output goes: LinePrefixer prefixes every line it writes
+// with "[RANK]<stdout>:" or "[RANK]<stderr>:" and writes whole lines to
+// hvdrun's own stdout/stderr, one write() per line so lines of different
+// ranks never interleave; with --output-filename the output is also copied,
+// as written, into per-rank files.
 #pragma once
 
 #include <string>
 
+#include "core/common/status.h"
+#include "core/rendezvous/socket_util.h"
+
 namespace hvd {
 namespace run {
+
+// Writes everything, retrying on EINTR; gives up silently when the
+// destination is gone (a closed pipe, a full disk): output must never stop
+// the job.
+void WriteAll(int fd, const char* data, size_t size);
+
+// Creates dir and its missing parents.
+Status MakeDirectories(const std::string& dir);
+
+// "rank.N", N zero-padded to the width of np - 1 so names sort in rank
+// order (horovodrun's names).
+std::string RankOutputName(int rank, int np);
+
+// Creates dir/name/ and opens dir/name/stdout and dir/name/stderr for
+// writing (truncated).
+Status OpenOutputCopies(const std::string& dir, const std::string& name, rendezvous::UniqueFd* out,
+                        rendezvous::UniqueFd* err);
 
 class LinePrefixer {
  public:

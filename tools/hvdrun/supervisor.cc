@@ -31,7 +31,8 @@ struct Slot : ChildWithOutput {
 
 }  // namespace
 
-int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verbose) {
+int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verbose,
+           const std::string& output_dir) {
   rendezvous::UniqueFd sfd = OpenJobSignalFd();
   if (!sfd.valid()) return 1;
   std::vector<std::unique_ptr<Slot>> slots;
@@ -42,7 +43,12 @@ int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verb
       for (const auto& a : r.argv) line += " " + a;
       std::fprintf(stderr, "%s\n", line.c_str());
     }
-    Status s = slot->proc.Start(r.argv, r.env);
+    Status s;
+    if (!output_dir.empty()) {
+      s = OpenOutputCopies(output_dir, RankOutputName(r.rank, static_cast<int>(ranks.size())),
+                           &slot->out_copy, &slot->err_copy);
+    }
+    if (s.ok()) s = slot->proc.Start(r.argv, r.env);
     if (!s.ok()) {
       std::fprintf(stderr, "hvdrun: cannot start rank %d on host %s: %s\n", r.rank, r.host.c_str(),
                    s.message().c_str());

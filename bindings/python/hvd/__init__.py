@@ -11,15 +11,16 @@ hvd.torch (DistributedOptimizer, broadcast_parameters, ...).
 """
 import os as _os
 
+from . import ffi  # noqa: F401  (hvd.ffi.cdef(): declarations for cffi)
 from . import hvd_c as _c
 from ._errors import (HvdAlreadyInitializedError, HvdBackendError, HvdError, HvdInternalError,
                       HvdInvalidArgument, HvdMismatchError, HvdNotInitializedError,
                       HvdPeerLostError, HvdShutdownError, HvdTimeoutError, HvdUnsupportedError)
 from ._handle import Handle
 from .basics import (cross_rank, cross_size, cuda_built, gloo_built, gloo_enabled, init,
-                     is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
-                     mpi_threads_supported, nccl_built, rank, shutdown, size, start_timeline,
-                     stop_timeline)
+                     is_homogeneous, is_initialized, local_rank, local_size, mpi_built,
+                     mpi_enabled, mpi_threads_supported, nccl_built, rank, shutdown, size,
+                     start_timeline, stop_timeline)
 from .objects import allgather_object, broadcast_object
 from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, allreduce,
                   allreduce_, allreduce_async, allreduce_async_, alltoall, alltoall_async,
@@ -27,14 +28,22 @@ from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, a
                   broadcast_async_, grouped_allreduce, grouped_allreduce_async, join, join_async,
                   poll, reducescatter, reducescatter_async, synchronize)
 from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from .ops import grouped_allreduce_, grouped_allreduce_async_  # in-place forms (Horovod's)
+
+# Adaptive summation (docs/python.md): allreduce of floating-point CPU
+# tensors over a power-of-two number of ranks.
+Adasum = _c.HVD_OP_ADASUM
 
 __version__ = _c.hvd_version()
 
 
 def library_path():
-    """Path of the libhvd shared library this package loads (for ctypes/cffi)."""
-    here = _os.path.dirname(_os.path.abspath(__file__))
-    for name in sorted(_os.listdir(here)):
-        if name.startswith("libhvd.so"):
-            return _os.path.join(here, name)
+    """Path of the libhvd shared library this package loaded (for ctypes/cffi):
+    the copy inside the package (build tree, wheel) or the prefix's libhvd
+    (cmake --install, python3-hvd), wherever its extension's RPATH led."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and _os.path.basename(fields[5].rstrip("\n")).startswith("libhvd.so"):
+                return fields[5].rstrip("\n")
     return None

@@ -9,28 +9,64 @@ are copied out before the handle is released.
 
 Other objects implementing `__dlpack__` (CPU memory) are viewed as numpy
 arrays through `numpy.from_dlpack` and their results converted back with
-their library's `from_dlpack` when it has one.
+their library's `from_dlpack` when it has one. A raw DLPack capsule (named
+"dltensor", e.g. from `torch.utils.dlpack.to_dlpack`) is consumed: it becomes
+a torch tensor when the program has imported torch, else a numpy array, and
+results come back as that.
+
+The common case, an allreduce of a contiguous CPU torch tensor, does not come
+here at all: hvd._hvd_fast reads the tensor in C (see ops.py).
 """
 import ctypes
+import datetime
 import sys
 
 import numpy as np
 
+from . import _hvd_fast
 from . import hvd_c as _c
 from ._errors import HvdInvalidArgument, HvdUnsupportedError
 
-_NUMPY_KINDS = {"i": _c.kDLInt, "u": _c.kDLUInt, "f": _c.kDLFloat, "c": _c.kDLComplex}
-_NUMPY_FROM_DL = {
-    (_c.kDLInt, 8): np.int8, (_c.kDLInt, 16): np.int16, (_c.kDLInt, 32): np.int32,
-    (_c.kDLInt, 64): np.int64, (_c.kDLUInt, 8): np.uint8, (_c.kDLUInt, 16): np.uint16,
-    (_c.kDLUInt, 32): np.uint32, (_c.kDLUInt, 64): np.uint64, (_c.kDLFloat, 16): np.float16,
-    (_c.kDLFloat, 32): np.float32, (_c.kDLFloat, 64): np.float64,
+SUPPORTED = ("uint8, int8, int32, int64, float16, bfloat16 (torch), float32, float64 and bool "
+             "(sent as uint8)")
+
+# numpy (kind, itemsize) -> DLPack (code, bits); bool is converted before.
+_NUMPY_TO_DL = {
+    ("u", 1): (_c.kDLUInt, 8), ("i", 1): (_c.kDLInt, 8), ("i", 4): (_c.kDLInt, 32),
+    ("i", 8): (_c.kDLInt, 64), ("f", 2): (_c.kDLFloat, 16), ("f", 4): (_c.kDLFloat, 32),
+    ("f", 8): (_c.kDLFloat, 64),
 }
+_NUMPY_FROM_DL = {
+    (_c.kDLInt, 8): np.int8, (_c.kDLInt, 32): np.int32, (_c.kDLInt, 64): np.int64,
+    (_c.kDLUInt, 8): np.uint8, (_c.kDLFloat, 16): np.float16, (_c.kDLFloat, 32): np.float32,
+    (_c.kDLFloat, 64): np.float64,
+}
+# torch dtype name -> DLPack (code, bits); bool is converted before.
+_TORCH_NAMES_TO_DL = {
+    "uint8": (_c.kDLUInt, 8), "int8": (_c.kDLInt, 8), "int32": (_c.kDLInt, 32),
+    "int64": (_c.kDLInt, 64), "float16": (_c.kDLFloat, 16), "bfloat16": (_c.kDLBfloat, 16),
+    "float32": (_c.kDLFloat, 32), "float64": (_c.kDLFloat, 64),
+}
+_TORCH_DL = {}       # torch.dtype -> (code, bits), filled by _register
+_TORCH_FROM_DL = {}  # (code, bits) -> torch.dtype
+
+_CapsuleType = type(datetime.datetime_CAPI)
+
+
+def _register(torch):
+    """Teach this module and the C fast path torch's types and dtypes."""
+    for name, code_bits in _TORCH_NAMES_TO_DL.items():
+        _TORCH_DL[getattr(torch, name)] = code_bits
+        _TORCH_FROM_DL[code_bits] = getattr(torch, name)
+    _hvd_fast.register_torch(torch.Tensor, torch.nn.Parameter, torch.empty_like, dict(_TORCH_DL))
 
 
 def _torch():
     """torch if the program imported it; hvd itself never imports torch."""
-    return sys.modules.get("torch")
+    torch = sys.modules.get("torch")
+    if torch is not None and not _TORCH_DL:
+        _register(torch)
+    return torch
 
 
 def is_torch(obj):
@@ -38,40 +74,32 @@ def is_torch(obj):
     return torch is not None and isinstance(obj, torch.Tensor)
 
 
+def unsupported_dtype(dtype):
+    """The error for a dtype hvd does not reduce, named as the user knows it
+    (numpy.complex64, torch.complex64)."""
+    name = str(dtype) if str(dtype).startswith("torch.") else "numpy.%s" % np.dtype(dtype).name
+    return HvdInvalidArgument("hvd does not support dtype %s; supported: %s" % (name, SUPPORTED))
+
+
 def _torch_dl_dtype(dtype):
-    torch = _torch()
-    table = {
-        torch.uint8: (_c.kDLUInt, 8), torch.int8: (_c.kDLInt, 8), torch.int16: (_c.kDLInt, 16),
-        torch.int32: (_c.kDLInt, 32), torch.int64: (_c.kDLInt, 64),
-        torch.float16: (_c.kDLFloat, 16), torch.bfloat16: (_c.kDLBfloat, 16),
-        torch.float32: (_c.kDLFloat, 32), torch.float64: (_c.kDLFloat, 64),
-    }
-    if dtype not in table:
-        raise HvdInvalidArgument("hvd does not support torch dtype %s" % dtype)
-    return table[dtype]
-
-
-def _torch_from_dl_dtype(code, bits):
-    torch = _torch()
-    table = {
-        (_c.kDLUInt, 8): torch.uint8, (_c.kDLInt, 8): torch.int8, (_c.kDLInt, 16): torch.int16,
-        (_c.kDLInt, 32): torch.int32, (_c.kDLInt, 64): torch.int64,
-        (_c.kDLFloat, 16): torch.float16, (_c.kDLBfloat, 16): torch.bfloat16,
-        (_c.kDLFloat, 32): torch.float32, (_c.kDLFloat, 64): torch.float64,
-    }
-    return table[(code, bits)]
+    try:
+        return _TORCH_DL[dtype]
+    except KeyError:
+        raise unsupported_dtype(dtype) from None
 
 
 class Prepared:
     """A contiguous tensor hvd may use directly (`native`: numpy array or
-    torch tensor) and how to hand a result back in the caller's type."""
+    torch tensor) and how to hand a result back in the caller's type.
+    `original` is the caller's object (for a DLPack capsule: the tensor it
+    became), which in-place operations return."""
 
     __slots__ = ("original", "native", "is_torch", "_was_bool", "_back")
 
-    def __init__(self, original, native, was_bool, back):
+    def __init__(self, original, native, was_bool, back, native_is_torch):
         self.original = original
         self.native = native
-        self.is_torch = is_torch(native)
+        self.is_torch = native_is_torch
         self._was_bool = was_bool
         self._back = back
 
@@ -103,15 +131,54 @@ def _dlpack_back(obj):
     return from_dlpack if callable(from_dlpack) else None
 
 
+class _CapsuleHolder:
+    """What numpy.from_dlpack asks for: an object handing out the capsule."""
+
+    def __init__(self, capsule, device):
+        self._capsule, self._device = capsule, device
+
+    def __dlpack__(self, stream=None):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def from_capsule(capsule):
+    """The tensor a DLPack capsule describes (the capsule is consumed): torch
+    when the program imported torch, else numpy (CPU memory only)."""
+    device = _hvd_fast.dlpack_device(capsule)  # ValueError unless named "dltensor"
+    torch = _torch()
+    if torch is not None:
+        import torch.utils.dlpack  # noqa: F401  (a submodule; torch itself is loaded)
+        return torch.utils.dlpack.from_dlpack(capsule)
+    if device[0] != _c.kDLCPU:
+        raise HvdUnsupportedError("hvd reads DLPack capsules of device type %d only through "
+                                  "torch; import torch first" % device[0])
+    try:
+        return np.from_dlpack(_CapsuleHolder(capsule, device))
+    except (TypeError, ValueError, BufferError, RuntimeError) as exc:
+        raise HvdInvalidArgument("hvd cannot read this DLPack capsule with numpy (%s); import "
+                                 "torch to pass it" % exc) from None
+
+
 def prepare(obj):
-    """A Prepared for any supported input (torch, numpy, __dlpack__, or
-    anything numpy.asarray accepts: lists, scalars)."""
-    if is_torch(obj):
+    """A Prepared for any supported input (torch, numpy, a DLPack capsule,
+    __dlpack__, or anything numpy.asarray accepts: lists, scalars)."""
+    if type(obj) is _CapsuleType:
+        obj = from_capsule(obj)
+    torch = _torch()
+    if torch is not None and isinstance(obj, torch.Tensor):
+        if obj.layout != torch.strided:
+            raise HvdInvalidArgument(
+                "hvd's dense collectives take strided tensors, not %s; for sparse gradients use "
+                "hvd.torch.sparse_allreduce_async or DistributedOptimizer(sparse_as_dense=True)"
+                % obj.layout)
         t = obj.detach()
-        was_bool = t.dtype == _torch().bool
+        was_bool = t.dtype == torch.bool
         if was_bool:
-            t = t.to(_torch().uint8)
-        return Prepared(obj, t.contiguous(), was_bool, None)
+            t = t.to(torch.uint8)
+        return Prepared(obj, t.contiguous(), was_bool, None, True)
     back, a = None, obj
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__"):
         back = _dlpack_back(obj)
@@ -120,7 +187,7 @@ def prepare(obj):
     was_bool = a.dtype == np.bool_
     if was_bool:
         a = a.view(np.uint8)
-    return Prepared(obj, a, was_bool, back)
+    return Prepared(obj, a, was_bool, back, False)
 
 
 def empty_like(native):
@@ -151,9 +218,10 @@ def dltensor(native):
         shape = tuple(native.shape)
     else:
         dt = native.dtype
-        if dt.kind not in _NUMPY_KINDS:
-            raise HvdInvalidArgument("hvd does not support numpy dtype %s" % dt)
-        code, bits = _NUMPY_KINDS[dt.kind], dt.itemsize * 8
+        try:
+            code, bits = _NUMPY_TO_DL[(dt.kind, dt.itemsize)]
+        except KeyError:
+            raise unsupported_dtype(dt) from None
         addr = native.__array_interface__["data"][0]
         dev_type, dev_id = _c.kDLCPU, 0
         shape = native.shape
@@ -185,6 +253,5 @@ def copy_result(view, like):
         ctypes.memmove(raw.ctypes.data, view.data_address(), nbytes)
     if is_torch(like):
         # Through bytes, so dtypes numpy lacks (bfloat16) work too.
-        return _torch().from_numpy(raw).view(_torch_from_dl_dtype(code, bits)).reshape(shape)
+        return _torch().from_numpy(raw).view(_TORCH_FROM_DL[(code, bits)]).reshape(shape)
     return raw.view(_NUMPY_FROM_DL[(code, bits)]).reshape(shape)
-

@@ -78,6 +78,11 @@ def cross_size():
     return _query(_c.hvd_cross_size)
 
 
+def is_homogeneous():
+    """True when every host runs the same number of ranks."""
+    return bool(_query(_c.hvd_is_homogeneous))
+
+
 def mpi_threads_supported():
     return bool(_c.hvd_mpi_threads_supported())
 

@@ -3,13 +3,21 @@
 Every collective has a blocking form and an `_async` form returning a
 Handle; results come back in the caller's type. Forms ending in `_` work in
 place on the caller's tensor and return it.
+
+Allreduces of contiguous CPU torch tensors take the lean path
+(hvd._hvd_fast.allreduce, in C); every other input takes the generic one
+(prepare -> DLTensor -> the SWIG module), with the same results.
 """
+import warnings
+
 import numpy as np
 
+from . import _hvd_fast
 from . import hvd_c as _c
 from ._errors import check
 from ._handle import Handle, ThreadHandle, sweep_orphans
-from ._tensor import copy_of, copy_result, cuda_stream_of, dltensor, empty_like, is_torch, prepare
+from ._tensor import (_CapsuleType, copy_of, copy_result, cuda_stream_of, dltensor, empty_like,
+                      from_capsule, is_torch, prepare)
 from .process_sets import global_process_set, set_id
 
 Sum = _c.HVD_OP_SUM
@@ -17,6 +25,8 @@ Average = _c.HVD_OP_AVERAGE
 Min = _c.HVD_OP_MIN
 Max = _c.HVD_OP_MAX
 Product = _c.HVD_OP_PRODUCT
+
+_fast_allreduce = _hvd_fast.allreduce
 
 
 def _options(process_set, native=None, prescale_factor=1.0, postscale_factor=1.0):
@@ -43,10 +53,29 @@ def _result_view(hid):
     return view
 
 
+def resolve_op(op, average):
+    """Horovod's deprecated `average=` flag: True is Average, False is Sum.
+    op=None means Average."""
+    if average is None:
+        return Average if op is None else op
+    if op is not None:
+        raise ValueError("op and average were both given; average is deprecated, pass op only")
+    warnings.warn("average= is deprecated; pass op=hvd.Average or op=hvd.Sum",
+                  DeprecationWarning, stacklevel=3)
+    return Average if average else Sum
+
+
 # ---------------------------------------------------------------- allreduce
 
-def allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                    process_set=global_process_set):
+def allreduce_async(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                    process_set=global_process_set, average=None):
+    if average is not None:
+        op = resolve_op(op, average)
+    handle = _fast_allreduce(tensor, None, name, op, prescale_factor, postscale_factor,
+                             process_set)
+    if handle is not None:
+        return handle
+    op = resolve_op(op, None)
     prep = prepare(tensor)
     out = empty_like(prep.native)
     din, dout = dltensor(prep.native), dltensor(out)
@@ -55,14 +84,24 @@ def allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0, postscal
     return Handle(hid, (prep, out, din, dout, opts), lambda _: prep.to_caller(out))
 
 
-def allreduce(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-              process_set=global_process_set):
+def allreduce(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+              process_set=global_process_set, average=None):
     """Reduce `tensor` over the ranks (default: average); a new tensor."""
-    return allreduce_async(tensor, name, op, prescale_factor, postscale_factor, process_set).wait()
+    if average is not None:
+        op = resolve_op(op, average)
+    return allreduce_async(tensor, name, op, prescale_factor, postscale_factor,
+                           process_set).wait()
 
 
-def allreduce_async_(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                     process_set=global_process_set):
+def allreduce_async_(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                     process_set=global_process_set, average=None):
+    if average is not None:
+        op = resolve_op(op, average)
+    handle = _fast_allreduce(tensor, tensor, name, op, prescale_factor, postscale_factor,
+                             process_set)
+    if handle is not None:
+        return handle
+    op = resolve_op(op, None)
     prep = prepare(tensor)
     d = dltensor(prep.native)
     opts = _options(process_set, prep.native, prescale_factor, postscale_factor)
@@ -70,35 +109,76 @@ def allreduce_async_(tensor, name=None, op=Average, prescale_factor=1.0, postsca
 
     def finish(_):
         prep.write_back()
-        return tensor
+        return prep.original
     return Handle(hid, (prep, d, opts), finish)
 
 
-def allreduce_(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-               process_set=global_process_set):
+def allreduce_(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=global_process_set, average=None):
     """In-place allreduce; returns `tensor`."""
-    return allreduce_async_(tensor, name, op, prescale_factor, postscale_factor, process_set).wait()
+    if average is not None:
+        op = resolve_op(op, average)
+    return allreduce_async_(tensor, name, op, prescale_factor, postscale_factor,
+                            process_set).wait()
 
 
-def grouped_allreduce_async(tensors, name=None, op=Average, prescale_factor=1.0,
-                            postscale_factor=1.0, process_set=global_process_set):
+def _grouped_names(name, count):
+    return None if name is None else ["%s.%d" % (name, i) for i in range(count)]
+
+
+def grouped_allreduce_async(tensors, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set, average=None):
+    op = resolve_op(op, average)
     preps = [prepare(t) for t in tensors]
     outs = [empty_like(p.native) for p in preps]
     dins = [dltensor(p.native) for p in preps]
     douts = [dltensor(o) for o in outs]
-    names = None if name is None else ["%s.%d" % (name, i) for i in range(len(preps))]
     opts = _options(process_set, preps[0].native if preps else None, prescale_factor,
                     postscale_factor)
-    hid = _submit(_c.hvd_grouped_allreduce_async, names, dins, douts, len(preps), op, opts)
+    hid = _submit(_c.hvd_grouped_allreduce_async, _grouped_names(name, len(preps)), dins, douts,
+                  len(preps), op, opts)
     return Handle(hid, (preps, outs, dins, douts, opts),
                   lambda _: [p.to_caller(o) for p, o in zip(preps, outs)])
 
 
-def grouped_allreduce(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                      process_set=global_process_set):
+def grouped_allreduce(tensors, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set, average=None):
     """Reduce a list of tensors as one negotiated group; a list back."""
+    op = resolve_op(op, average)
     return grouped_allreduce_async(tensors, name, op, prescale_factor, postscale_factor,
                                    process_set).wait()
+
+
+def grouped_allreduce_async_(tensors, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set, average=None):
+    return grouped_allreduce_named_async_(
+        tensors, _grouped_names(name, len(tensors)), resolve_op(op, average), prescale_factor,
+        postscale_factor, process_set)
+
+
+def grouped_allreduce_named_async_(tensors, names, op=None, prescale_factor=1.0,
+                                   postscale_factor=1.0, process_set=global_process_set):
+    """grouped_allreduce_async_ with one name per tensor (or names=None)."""
+    op = resolve_op(op, None)
+    preps = [prepare(t) for t in tensors]
+    ds = [dltensor(p.native) for p in preps]
+    opts = _options(process_set, preps[0].native if preps else None, prescale_factor,
+                    postscale_factor)
+    hid = _submit(_c.hvd_grouped_allreduce_async, names, ds, ds, len(preps), op, opts)
+
+    def finish(_):
+        for p in preps:
+            p.write_back()
+        return [p.original for p in preps]
+    return Handle(hid, (preps, ds, opts), finish)
+
+
+def grouped_allreduce_(tensors, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=global_process_set, average=None):
+    """In-place grouped allreduce; returns the list of tensors."""
+    op = resolve_op(op, average)
+    return grouped_allreduce_async_(tensors, name, op, prescale_factor, postscale_factor,
+                                    process_set).wait()
 
 
 # ---------------------------------------------------------------- broadcast
@@ -125,7 +205,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
 
     def finish(_):
         prep.write_back()
-        return tensor
+        return prep.original
     return Handle(hid, (prep, d, opts), finish)
 
 
@@ -158,6 +238,8 @@ def _set_size(process_set):
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     prep = prepare(tensor)
     d = dltensor(prep.native)
+    if isinstance(splits, _CapsuleType):
+        splits = from_capsule(splits)
     split_list = None if splits is None else [int(s) for s in np.asarray(
         splits.cpu() if is_torch(splits) else splits).reshape(-1)]
     opts = _options(process_set, prep.native)
@@ -223,10 +305,7 @@ def join_async(process_set=global_process_set):
     return ThreadHandle(lambda: join(process_set))
 
 
-def synchronize(handle):
-    """Horovod's spelling of handle.wait()."""
-    return handle.wait()
-
-
-def poll(handle):
-    return handle.poll()
+# synchronize(handle): Horovod's spelling of handle.wait(); poll(handle):
+# handle.poll(). In C, so that waiting on a gradient costs one call.
+synchronize = _hvd_fast.synchronize
+poll = _hvd_fast.poll

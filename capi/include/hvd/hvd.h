@@ -30,10 +30,18 @@
 extern "C" {
 #endif
 
+/* Exported while building libhvd (HVD_BUILDING, set by its build only);
+ * imported (Windows) or plain declarations for everyone who uses it. */
 #if defined(_WIN32)
+#ifdef HVD_BUILDING
 #define HVD_API __declspec(dllexport)
 #else
+#define HVD_API __declspec(dllimport)
+#endif
+#elif defined(HVD_BUILDING)
 #define HVD_API __attribute__((visibility("default")))
+#else
+#define HVD_API
 #endif
 
 /* ABI version: the SONAME carries HVD_VERSION_MAJOR. */
@@ -77,11 +85,11 @@ typedef enum hvd_backend {
 } hvd_backend;
 
 typedef struct hvd_init_options {
-  size_t struct_size;     /* sizeof(hvd_init_options) */
-  hvd_backend controller; /* negotiation backend; overrides HVD_CONTROLLER */
+  size_t struct_size;         /* sizeof(hvd_init_options) */
+  hvd_backend controller;     /* negotiation backend; overrides HVD_CONTROLLER */
   hvd_backend cpu_operations; /* CPU data backend; overrides HVD_CPU_OPERATIONS */
-  int use_mpi_comm;       /* non-zero: run on mpi_comm instead of MPI_COMM_WORLD */
-  int mpi_comm;           /* Fortran handle (MPI_Comm_c2f, mpi4py comm.py2f()) */
+  int use_mpi_comm;           /* non-zero: run on mpi_comm instead of MPI_COMM_WORLD */
+  int mpi_comm;               /* Fortran handle (MPI_Comm_c2f, mpi4py comm.py2f()) */
 } hvd_init_options;
 
 #define HVD_INIT_OPTIONS_INIT \
@@ -110,6 +118,9 @@ HVD_API int hvd_local_rank(void);
 HVD_API int hvd_local_size(void);
 HVD_API int hvd_cross_rank(void);
 HVD_API int hvd_cross_size(void);
+/* 1 when every host runs the same number of ranks, else 0 (-1 when not
+ * initialised). Hosts are told apart as for hvd_local_size. */
+HVD_API int hvd_is_homogeneous(void);
 
 /* Build and run-time facts: 1 yes, 0 no. */
 HVD_API int hvd_mpi_threads_supported(void);
@@ -129,7 +140,12 @@ typedef enum hvd_reduce_op {
   HVD_OP_AVERAGE = 1,
   HVD_OP_MIN = 2,
   HVD_OP_MAX = 3,
-  HVD_OP_PRODUCT = 4
+  HVD_OP_PRODUCT = 4,
+  /* Adaptive summation (Maleki et al. 2020, Horovod's Adasum): allreduce of
+   * float16/bfloat16/float32/float64 CPU tensors over a power-of-two number
+   * of ranks; each tensor is combined pairwise, a + b scaled by how much the
+   * two point the same way (orthogonal: a + b; equal: a). */
+  HVD_OP_ADASUM = 5
 } hvd_reduce_op;
 
 /* Called once from hvd's background thread when an operation finishes
@@ -145,15 +161,15 @@ typedef void* (*hvd_allocator)(size_t bytes, const int64_t* shape, int ndim, DLD
                                DLDevice device, void* user_data);
 
 typedef struct hvd_op_options {
-  size_t struct_size;        /* sizeof(hvd_op_options) */
-  double prescale_factor;    /* multiply inputs before reducing (default 1) */
-  double postscale_factor;   /* multiply result after reducing (default 1) */
-  int32_t process_set;       /* 0 = all ranks */
-  hvd_callback callback;     /* optional completion callback */
+  size_t struct_size;      /* sizeof(hvd_op_options) */
+  double prescale_factor;  /* multiply inputs before reducing (default 1) */
+  double postscale_factor; /* multiply result after reducing (default 1) */
+  int32_t process_set;     /* 0 = all ranks */
+  hvd_callback callback;   /* optional completion callback */
   void* callback_user_data;
-  hvd_allocator allocator;   /* optional, for allgather/alltoall outputs */
+  hvd_allocator allocator; /* optional, for allgather/alltoall outputs */
   void* allocator_user_data;
-  void* cuda_stream;         /* cudaStream_t the input is produced on, or NULL */
+  void* cuda_stream; /* cudaStream_t the input is produced on, or NULL */
 } hvd_op_options;
 
 #define HVD_OP_OPTIONS_INIT \
@@ -178,9 +194,10 @@ HVD_API hvd_status hvd_allreduce_async(const char* name, const DLTensor* input, 
 /* Reduce `count` tensors as one group: they are negotiated and executed
  * together and complete together under one handle. names may be NULL. */
 HVD_API hvd_status hvd_grouped_allreduce_async(const char* const* names,
-                                               const DLTensor* const* inputs, DLTensor* const* outputs,
-                                               int count, hvd_reduce_op op,
-                                               const hvd_op_options* opts, hvd_handle* handle);
+                                               const DLTensor* const* inputs,
+                                               DLTensor* const* outputs, int count,
+                                               hvd_reduce_op op, const hvd_op_options* opts,
+                                               hvd_handle* handle);
 
 /* Concatenate every rank's `input` along dimension 0 (which may differ per
  * rank; the other dimensions must match). The result is read with

@@ -20,6 +20,7 @@
 
 #include "core/backends/gloo/gloo_error.h"
 #include "core/backends/gloo/gloo_reduce.h"
+#include "core/backends/tcp/tcp_channel.h"
 
 namespace hvd {
 
@@ -29,10 +30,10 @@ using gloo_backend::ReduceFn;
 
 namespace {
 
-// Slot prefixes for hvd's own point-to-point messages. Gloo's
-// collectives use prefixes 0x01..0x08, so 0x7d/0x7e never collide with them.
-constexpr uint8_t kHvdGatherSlotPrefix = 0x7e;
+// Slot prefix for hvd's own point-to-point messages. Gloo's collectives use
+// prefixes 0x01..0x08, so 0x7d never collides with them.
 constexpr uint8_t kHvdReduceScatterSlotPrefix = 0x7d;
+constexpr uint8_t kHvdSendRecvSlotPrefix = 0x7c;
 
 // Gloo wants a mutable pointer even for buffers it only reads, and a real
 // pointer even for zero bytes.
@@ -68,25 +69,19 @@ void SetAllreduceOutput(Opts* opts, void* buf, size_t count, size_t elem) {
   }
 }
 
-std::string ThisHost() {
-  if (const char* h = std::getenv("HVD_HOSTNAME")) return h;
-  char buf[256] = {0};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown host";
-  return buf;
-}
-
 // After connectFullMesh: every rank publishes "world rank \n host \n its
 // Gloo address" and reads everyone else's. The address is what Gloo prints
 // in "Connection closed by peer <address>", which is how an error is mapped
 // back to a rank. Best effort: naming must never make a connect fail, so a
 // problem here only leaves the list empty.
 std::vector<PeerAddress> ExchangePeerAddresses(gloo::rendezvous::Store& store, gloo::Context& ctx,
-                                               int rank, int size, int world_rank) {
+                                               const std::string& host, int rank, int size,
+                                               int world_rank) {
   std::vector<PeerAddress> peers(size);
   try {
     const int other = rank == 0 ? 1 : 0;
     const std::string mine =
-        std::to_string(world_rank) + "\n" + ThisHost() + "\n" + ctx.getPair(other)->address().str();
+        std::to_string(world_rank) + "\n" + host + "\n" + ctx.getPair(other)->address().str();
     store.set("hvd_peer_" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
     for (int r = 0; r < size; ++r) {
       const std::vector<char> v = store.get("hvd_peer_" + std::to_string(r));
@@ -145,7 +140,7 @@ Status GlooComm::Create(std::shared_ptr<const GlooShared> shared, const std::str
       gloo::rendezvous::PrefixStore store(prefix, *shared->store);
       std::shared_ptr<gloo::transport::Device> device = shared->device;
       ctx->connectFullMesh(store, device);
-      peers = ExchangePeerAddresses(store, *ctx, rank, size, world_rank);
+      peers = ExchangePeerAddresses(store, *ctx, shared->host, rank, size, world_rank);
     }));
     context = std::move(ctx);
   }
@@ -187,106 +182,6 @@ Status GlooComm::CheckPerRank(const char* op, const char* what,
   return Status::OK();
 }
 
-// ---- controller
-
-Status GlooComm::AllreduceBits(uint64_t* words, size_t n, BitOp op) {
-  if (size_ == 1 || n == 0) return Status::OK();  // Gloo's ring rejects 0 elements
-  return Run("allreduce (bits)", [&] {
-    gloo::AllreduceOptions opts(context_);
-    opts.setOutput(words, n);
-    opts.setReduceFunction(gloo_backend::BitReduceFunction(op));
-    opts.setTimeout(shared_->timeout);
-    gloo::allreduce(opts);
-  });
-}
-
-Status GlooComm::GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) {
-  HVD_RETURN_IF_ERROR(CheckRoot("gather", root));
-  if (size_ == 1) {
-    all->assign(1, mine);
-    return Status::OK();
-  }
-  // Gloo's gather needs equal sizes on all ranks, so this is a plain
-  // point-to-point gatherv: each rank sends its size, then its bytes.
-  const uint64_t slot = gloo::Slot::build(kHvdGatherSlotPrefix, 0);
-  const auto timeout = shared_->timeout;
-  if (rank_ != root) {
-    return Run("gather", [&] {
-      int64_t n = static_cast<int64_t>(mine.size());
-      auto size_buf = context_->createUnboundBuffer(&n, sizeof(n));
-      size_buf->send(root, slot);
-      WaitSend(size_buf.get(), timeout);
-      if (n > 0) {
-        auto data_buf = context_->createUnboundBuffer(Mutable(mine.data()), mine.size());
-        data_buf->send(root, slot);
-        WaitSend(data_buf.get(), timeout);
-      }
-    });
-  }
-  std::vector<int64_t> sizes(size_, 0);
-  std::vector<std::string> result(size_);
-  HVD_RETURN_IF_ERROR(Run("gather", [&] {
-    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> bufs(size_);
-    for (int r = 0; r < size_; ++r) {
-      if (r == root) continue;
-      bufs[r] = context_->createUnboundBuffer(&sizes[r], sizeof(int64_t));
-      bufs[r]->recv(r, slot);
-    }
-    for (int r = 0; r < size_; ++r) {
-      if (r != root) WaitRecv(bufs[r].get(), timeout);
-    }
-    for (int r = 0; r < size_; ++r) {
-      bufs[r].reset();
-      if (r == root || sizes[r] == 0) continue;
-      if (sizes[r] < 0) GLOO_THROW("rank ", r, " announced a negative size ", sizes[r]);
-      result[r].resize(static_cast<size_t>(sizes[r]));
-      bufs[r] = context_->createUnboundBuffer(&result[r][0], result[r].size());
-      bufs[r]->recv(r, slot);
-    }
-    for (int r = 0; r < size_; ++r) {
-      if (bufs[r]) WaitRecv(bufs[r].get(), timeout);
-    }
-  }));
-  result[root] = mine;
-  *all = std::move(result);
-  return Status::OK();
-}
-
-Status GlooComm::BroadcastBytes(std::string* bytes, int root) {
-  HVD_RETURN_IF_ERROR(CheckRoot("broadcast", root));
-  if (size_ == 1) return Status::OK();
-  int64_t n = rank_ == root ? static_cast<int64_t>(bytes->size()) : 0;
-  HVD_RETURN_IF_ERROR(Broadcast(&n, sizeof(n), root));
-  if (n < 0) return Status::Internal("Gloo broadcast: negative size from root");
-  if (rank_ != root) bytes->assign(static_cast<size_t>(n), '\0');
-  if (n == 0) return Status::OK();
-  return Broadcast(&(*bytes)[0], n, root);
-}
-
-Status GlooComm::AllgatherBytes(const std::string& mine, std::vector<std::string>* all) {
-  if (size_ == 1) {
-    all->assign(1, mine);
-    return Status::OK();
-  }
-  std::vector<int64_t> sizes(size_, 0);
-  const int64_t my_size = static_cast<int64_t>(mine.size());
-  HVD_RETURN_IF_ERROR(
-      Allgatherv(&my_size, sizes.data(), std::vector<int64_t>(size_, sizeof(int64_t))));
-  for (int64_t s : sizes) {
-    if (s < 0) return Status::Internal("Gloo allgather: a rank announced a negative size");
-  }
-  std::string flat(static_cast<size_t>(std::accumulate(sizes.begin(), sizes.end(), int64_t{0})),
-                   '\0');
-  HVD_RETURN_IF_ERROR(Allgatherv(mine.data(), &flat[0], sizes));
-  all->assign(size_, std::string());
-  size_t offset = 0;
-  for (int r = 0; r < size_; ++r) {
-    (*all)[r] = flat.substr(offset, static_cast<size_t>(sizes[r]));
-    offset += static_cast<size_t>(sizes[r]);
-  }
-  return Status::OK();
-}
-
 // ---- data
 
 Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
@@ -298,7 +193,7 @@ Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
     gloo::AllreduceOptions opts(context_);
     SetAllreduceOutput(&opts, buf, static_cast<size_t>(count), DataTypeSize(dt));
     opts.setReduceFunction(fn);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::allreduce(opts);
   });
 }
@@ -320,7 +215,7 @@ Status GlooComm::Allgatherv(const void* in, void* out, const std::vector<int64_t
     if (mine > 0 && in != my_slot) opts.setInput(static_cast<uint8_t*>(Mutable(in)), mine);
     std::vector<size_t> elements(bytes_per_rank.begin(), bytes_per_rank.end());
     opts.setOutput(static_cast<uint8_t*>(out), std::move(elements));
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::allgatherv(opts);
   });
 }
@@ -333,7 +228,7 @@ Status GlooComm::Broadcast(void* buf, int64_t bytes, int root) {
     gloo::BroadcastOptions opts(context_);
     opts.setOutput(static_cast<uint8_t*>(buf), static_cast<size_t>(bytes));
     opts.setRoot(root);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::broadcast(opts);
   });
 }
@@ -357,7 +252,7 @@ Status GlooComm::Alltoallv(const void* in, const std::vector<int64_t>& send_byte
     gloo::AlltoallvOptions opts(context_);
     opts.setInput(static_cast<uint8_t*>(Mutable(in)), send_bytes);
     opts.setOutput(static_cast<uint8_t*>(Mutable(out)), recv_bytes);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::alltoallv(opts);
   });
 }
@@ -388,7 +283,7 @@ Status GlooComm::Reducescatter(const void* in, void* out, const std::vector<int6
   const int next = (rank_ + 1) % size_;
   const int prev = (rank_ + size_ - 1) % size_;
   const uint64_t slot = gloo::Slot::build(kHvdReduceScatterSlotPrefix, 0);
-  const auto timeout = shared_->timeout;
+  const auto timeout = shared_->op_timeout;
   HVD_RETURN_IF_ERROR(Run("reducescatter", [&] {
     if (scratch.empty()) return;  // nothing anywhere: every rank skips alike
     auto send_buf = context_->createUnboundBuffer(scratch.data(), scratch.size());
@@ -413,11 +308,30 @@ Status GlooComm::Reducescatter(const void* in, void* out, const std::vector<int6
   return Status::OK();
 }
 
+Status GlooComm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                          int peer) {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return Status::Invalid("Gloo sendrecv: peer " + std::to_string(peer) +
+                           " is not another rank of " + std::to_string(size_));
+  }
+  const uint64_t slot = gloo::Slot::build(kHvdSendRecvSlotPrefix, 0);
+  const auto timeout = shared_->timeout;
+  return Run("sendrecv", [&] {
+    // Zero sizes are skipped on both ends: each side knows the other's.
+    auto send_buf = context_->createUnboundBuffer(Mutable(send), static_cast<size_t>(send_bytes));
+    auto recv_buf = context_->createUnboundBuffer(Mutable(recv), static_cast<size_t>(recv_bytes));
+    if (recv_bytes > 0) recv_buf->recv(peer, slot);
+    if (send_bytes > 0) send_buf->send(peer, slot);
+    if (recv_bytes > 0) WaitRecv(recv_buf.get(), timeout);
+    if (send_bytes > 0) WaitSend(send_buf.get(), timeout);
+  });
+}
+
 Status GlooComm::Barrier() {
   if (size_ == 1) return Status::OK();
   return Run("barrier", [&] {
     gloo::BarrierOptions opts(context_);
-    opts.setTimeout(shared_->timeout);
+    opts.setTimeout(shared_->op_timeout);
     gloo::barrier(opts);
   });
 }
@@ -446,6 +360,11 @@ Status GlooComm::Split(const std::vector<int>& ranks, const std::string& tag,
                              static_cast<int>(ranks.size()), world_rank, &comm));
   *out = std::move(comm);
   return Status::OK();
+}
+
+Status GlooComm::OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) {
+  HVD_RETURN_IF_ERROR(broken_);
+  return TcpChannel::Create(this, shared_->control_host, timeout_s, out);
 }
 
 }  // namespace hvd

@@ -27,11 +27,20 @@ class Device;
 namespace hvd {
 
 // What all Comms of one job share: the TCP device (one listening socket and
-// event loop), the rendezvous store used to build new contexts, the timeout.
+// event loop), the rendezvous store used to build new contexts, the timeout
+// and this rank's host name (HostKey(), launch_env.h) for error messages.
 struct GlooShared {
   std::shared_ptr<gloo::transport::Device> device;  // null only for a 1-rank job
   std::shared_ptr<gloo::rendezvous::Store> store;   // null only for a 1-rank job
-  std::chrono::milliseconds timeout{30000};
+  std::chrono::milliseconds timeout{30000};         // connecting
+  // Each collective: the Gloo timeout, or the operation deadline when that
+  // is shorter (Gloo's own timeout is how a collective stuck on a stopped
+  // peer ends; Abort cannot reach into it).
+  std::chrono::milliseconds op_timeout{30000};
+  std::string host;  // this rank's host name, as the topology computed it
+  // An address of this host the other ranks can reach, for the sockets of
+  // the negotiation channel (the one Gloo's device listens on).
+  std::string control_host = "127.0.0.1";
 };
 
 class GlooComm : public Comm {
@@ -56,11 +65,6 @@ class GlooComm : public Comm {
   int size() const override { return size_; }
   const char* backend_name() const override { return "GLOO"; }
 
-  Status AllreduceBits(uint64_t* words, size_t n, BitOp op) override;
-  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override;
-  Status BroadcastBytes(std::string* bytes, int root) override;
-  Status AllgatherBytes(const std::string& mine, std::vector<std::string>* all) override;
-
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
@@ -69,8 +73,11 @@ class GlooComm : public Comm {
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
                        ReduceOp op) override;
   Status Barrier() override;
+  Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                  int peer) override;
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
+  Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override;
 
   const std::string& prefix() const { return prefix_; }
 

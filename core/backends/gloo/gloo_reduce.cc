@@ -29,20 +29,5 @@ Status GetReduceFunction(DataType dt, ReduceOp op, ReduceFn* out) {
   return Status::OK();
 }
 
-namespace {
-template <bool kAnd>
-void BitReduce(void* o, const void* a, const void* b, size_t n) {
-  auto* po = static_cast<uint64_t*>(o);
-  const auto* pa = static_cast<const uint64_t*>(a);
-  const auto* pb = static_cast<const uint64_t*>(b);
-  for (size_t i = 0; i < n; ++i) po[i] = kAnd ? (pa[i] & pb[i]) : (pa[i] | pb[i]);
-}
-}  // namespace
-
-ReduceFn BitReduceFunction(BitOp op) {
-  if (op == BitOp::kAnd) return BitReduce<true>;
-  return BitReduce<false>;
-}
-
 }  // namespace gloo_backend
 }  // namespace hvd

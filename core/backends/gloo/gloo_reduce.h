@@ -1,6 +1,6 @@
 // Element-wise reduction functions in the shape Gloo's new API expects:
 // fn(out, in1, in2, n) computes out[i] = in1[i] (op) in2[i]; out may alias in1.
-// The arithmetic itself is the core's (core/reduce.h), so Gloo and MPI give
+// The arithmetic itself is the core's (core/common/reduce.h), so Gloo and MPI give
 // bit-identical results, 16-bit floats included.
 #pragma once
 
@@ -19,9 +19,6 @@ using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
 
 // The reduction for (dt, op); op must be kSum, kMin, kMax or kProduct.
 Status GetReduceFunction(DataType dt, ReduceOp op, ReduceFn* out);
-
-// AND / OR over uint64 words.
-ReduceFn BitReduceFunction(BitOp op);
 
 }  // namespace gloo_backend
 }  // namespace hvd

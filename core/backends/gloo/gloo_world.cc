@@ -3,14 +3,12 @@
 #include <arpa/inet.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "core/backends/gloo/gloo_comm.h"
@@ -23,140 +21,149 @@
 namespace hvd {
 namespace {
 
-bool ParseInt(const char* s, int* out) {
-  if (s == nullptr || *s == '\0') return false;
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < 0 || v > 1000000000L) return false;
-  *out = static_cast<int>(v);
-  return true;
-}
-
-// First launcher whose pair of variables is set wins.
-Status RankAndSize(int* rank, int* size, bool* found) {
-  static const char* const kPairs[][2] = {{"HVD_RANK", "HVD_SIZE"},
-                                          {"HOROVOD_RANK", "HOROVOD_SIZE"},
-                                          {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                          {"PMI_RANK", "PMI_SIZE"},
-                                          {"SLURM_PROCID", "SLURM_NTASKS"}};
-  for (const auto& p : kPairs) {
-    const char* r = std::getenv(p[0]);
-    const char* s = std::getenv(p[1]);
-    if (r == nullptr && s == nullptr) continue;
-    if (!ParseInt(r, rank) || !ParseInt(s, size) || *size < 1 || *rank >= *size) {
-      return Status::Invalid(std::string("Gloo: invalid ") + p[0] + "=" + (r ? r : "(unset)") +
-                             " / " + p[1] + "=" + (s ? s : "(unset)"));
-    }
-    *found = true;
-    return Status::OK();
-  }
-  *rank = 0;
-  *size = 1;
-  *found = false;
-  return Status::OK();
-}
-
 // Which interface/address Gloo listens on: HVD_GLOO_IFACE, else
 // HVD_GLOO_HOSTNAME, else the address that reaches the rendezvous server.
 // (HVD_HOSTNAME is hvdrun's label for the host, e.g. a namespace name, and
 // need not resolve.)
-Status DeviceAttr(::gloo::transport::tcp::attr* attr) {
-  if (const char* iface = GetEnv("GLOO_IFACE")) {
-    attr->iface = iface;
+Status DeviceAttr(const Config& config, ::gloo::transport::tcp::attr* attr) {
+  if (!config.gloo_iface.empty()) {
+    attr->iface = config.gloo_iface;
     return Status::OK();
   }
-  if (const char* host = GetEnv("GLOO_HOSTNAME")) {
-    attr->hostname = host;
+  if (!config.gloo_hostname.empty()) {
+    attr->hostname = config.gloo_hostname;
     return Status::OK();
   }
-  const char* addr = std::getenv("HVD_RENDEZVOUS_ADDR");
-  const char* port = std::getenv("HVD_RENDEZVOUS_PORT");
-  if (addr == nullptr) {
+  const RendezvousEndpoint& store = config.launch.rendezvous;
+  if (!store.set) {
     attr->hostname = "127.0.0.1";
     return Status::OK();
   }
-  Status st = rendezvous::LocalAddressTowards(addr, port ? port : "0", &attr->hostname);
+  Status st = rendezvous::LocalAddressTowards(store.addr, store.port.empty() ? "0" : store.port,
+                                              &attr->hostname);
   if (!st.ok()) return Status::Invalid("Gloo: HVD_RENDEZVOUS_ADDR: " + st.message());
   return st;
 }
 
-bool LaunchedByEnv() {
-  return std::getenv("HVD_RENDEZVOUS_ADDR") != nullptr;
+// The address the negotiation channel listens on: the one Gloo's device
+// uses (for an interface, its first IPv4 address).
+std::string ControlHost(const ::gloo::transport::tcp::attr& attr) {
+  if (attr.iface.empty()) return attr.hostname;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "127.0.0.1";
+  std::string ip = "127.0.0.1";
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || attr.iface != a->ifa_name) continue;
+    char buf[INET_ADDRSTRLEN] = {0};
+    if (inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf,
+                  sizeof(buf))) {
+      ip = buf;
+      break;
+    }
+  }
+  freeifaddrs(list);
+  return ip;
 }
 
-}  // namespace
+bool LaunchedByEnv(const LaunchEnv& env) {
+  return env.rendezvous.set;
+}
 
-Status CreateGlooWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
-  const double seconds = args.config != nullptr ? args.config->gloo_timeout_seconds : 30.0;
-  if (!(seconds > 0)) return Status::Invalid("Gloo: HVD_GLOO_TIMEOUT_SECONDS must be positive");
+// A world of one rank without a rendezvous store: every collective is a
+// local copy. Anything more needs hvdrun.
+Status CreateLocalWorld(const Config& config, std::shared_ptr<GlooShared> shared,
+                        std::unique_ptr<Comm>* out) {
+  if (config.elastic) {
+    return Status::Invalid(
+        "Gloo: HVD_ELASTIC=1 needs hvdrun's rendezvous server (start the job "
+        "with hvdrun --min-np/--max-np or --elastic)");
+  }
+  if (config.launch.size > 1) {
+    return Status::Invalid("Gloo: " + std::to_string(config.launch.size) +
+                           " ranks need hvdrun's rendezvous server, but "
+                           "HVD_RENDEZVOUS_ADDR is not set (start the job with hvdrun)");
+  }
+  std::unique_ptr<GlooComm> comm;
+  HVD_RETURN_IF_ERROR(GlooComm::Create(std::move(shared), "hvd/gloo/local", 0, 1, &comm));
+  *out = std::move(comm);
+  return Status::OK();
+}
+
+// Where this world's keys live in the store: every init of the job needs
+// fresh keys (hvd_shutdown + hvd_init reuses the server). Each rank adds 1
+// to a shared counter; ranks of one init all add before any rank can finish
+// that init and start the next, so (count-1)/size is the same generation
+// number on every rank. Elastic worlds live under their round, so a world
+// never mixes members of two rounds.
+Status WorldPrefix(const Config& config, gloo_backend::KVStore* store, int size,
+                   int64_t elastic_round, std::string* prefix) {
+  const std::string& job = config.launch.rendezvous_prefix;
+  std::string base = "hvd/gloo/" + (job.empty() ? std::string() : job + "/");
+  if (elastic_round >= 0) base += "elastic/round" + std::to_string(elastic_round) + "/";
+  int64_t count = 0;
+  HVD_RETURN_IF_ERROR(store->Add(base + "init_count", 1, &count));
+  *prefix = base + "gen" + std::to_string((count - 1) / size);
+  return Status::OK();
+}
+
+Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
   auto shared = std::make_shared<GlooShared>();
+  const double seconds = config.gloo_timeout_seconds;
   shared->timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
   if (shared->timeout.count() < 1) shared->timeout = std::chrono::milliseconds(1);
-
-  int rank = 0, size = 1;
-  bool found = false;
-  const bool elastic_mode = elastic::Enabled();
-  if (!elastic_mode) HVD_RETURN_IF_ERROR(RankAndSize(&rank, &size, &found));
-
-  if (!LaunchedByEnv()) {
-    if (elastic_mode) {
-      return Status::Invalid(
-          "Gloo: HVD_ELASTIC=1 needs hvdrun's rendezvous server (start the job "
-          "with hvdrun --min-np/--max-np or --elastic)");
-    }
-    if (size > 1) {
-      return Status::Invalid("Gloo: " + std::to_string(size) +
-                             " ranks need hvdrun's rendezvous server, but "
-                             "HVD_RENDEZVOUS_ADDR is not set (start the job with hvdrun)");
-    }
-    std::unique_ptr<GlooComm> comm;
-    HVD_RETURN_IF_ERROR(GlooComm::Create(shared, "hvd/gloo/local", 0, 1, &comm));
-    *out = std::move(comm);
-    return Status::OK();
+  shared->host = config.launch.host;
+  shared->op_timeout = shared->timeout;
+  if (config.op_timeout_seconds > 0 && config.op_timeout_seconds < seconds) {
+    shared->op_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(config.op_timeout_seconds * 1000.0 + 0.5));
   }
-  if (!found && !elastic_mode) {
+
+  int rank = config.launch.rank, size = config.launch.size;
+  if (!config.elastic && !config.launch.rank_error.ok()) {
+    return Status(config.launch.rank_error.code(), "Gloo: " + config.launch.rank_error.message());
+  }
+  if (!LaunchedByEnv(config.launch)) return CreateLocalWorld(config, shared, out);
+  if (!config.launch.has_rank && !config.elastic) {
     return Status::Invalid("Gloo: HVD_RENDEZVOUS_ADDR is set but HVD_RANK/HVD_SIZE are not");
   }
 
   std::unique_ptr<KVClient> client;
-  HVD_RETURN_IF_ERROR(KVClient::ConnectFromEnvironment(seconds, &client));
-  // Elastic: rank and size come from the launcher's newest round, and the
-  // world's keys live under that round, so a world never mixes members of
-  // two rounds (a dead worker's stale keys cannot be picked up).
-  std::string round_part;
-  if (elastic_mode) {
+  HVD_RETURN_IF_ERROR(KVClient::Connect(config.launch.rendezvous, seconds, &client));
+  // Elastic: rank and size come from the launcher's newest round.
+  int64_t round = -1;
+  if (config.elastic) {
     elastic::Assignment a;
-    HVD_RETURN_IF_ERROR(elastic::JoinNextRound(client.get(), &a));
+    HVD_RETURN_IF_ERROR(elastic::JoinNextRound(client.get(), config.launch.worker_id,
+                                               config.elastic_timeout_seconds, &a));
     rank = a.rank;
     size = a.size;
-    round_part = "elastic/round" + std::to_string(a.round) + "/";
+    round = a.round;
   }
   auto store = std::make_shared<gloo_backend::KVStore>(std::move(client), shared->timeout);
-
-  // Every init of the job needs fresh keys (hvd_shutdown + hvd_init reuses
-  // the server). Each rank adds 1 to a shared counter; ranks of one init all
-  // add before any rank can finish that init and start the next, so
-  // (count-1)/size is the same generation number on every rank.
-  const char* job = GetEnv("RENDEZVOUS_PREFIX");
-  const std::string base =
-      std::string("hvd/gloo/") + (job ? std::string(job) + "/" : "") + round_part;
-  int64_t count = 0;
-  HVD_RETURN_IF_ERROR(store->Add(base + "init_count", 1, &count));
-  const int64_t generation = (count - 1) / size;
-  const std::string prefix = base + "gen" + std::to_string(generation);
+  std::string prefix;
+  HVD_RETURN_IF_ERROR(WorldPrefix(config, store.get(), size, round, &prefix));
 
   ::gloo::transport::tcp::attr attr;
-  HVD_RETURN_IF_ERROR(DeviceAttr(&attr));
+  HVD_RETURN_IF_ERROR(DeviceAttr(config, &attr));
   HVD_RETURN_IF_ERROR(gloo_backend::GlooGuard("device", "rank " + std::to_string(rank), [&] {
     shared->device = ::gloo::transport::tcp::CreateDevice(attr);
   }));
   shared->store = store;
+  shared->control_host = ControlHost(attr);
 
   std::unique_ptr<GlooComm> comm;
   HVD_RETURN_IF_ERROR(GlooComm::Create(shared, prefix, rank, size, &comm));
   *out = std::move(comm);
   return Status::OK();
+}
+
+}  // namespace
+
+Status CreateGlooWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
+  if (args.config != nullptr) return CreateWorld(*args.config, out);
+  Config config;
+  HVD_RETURN_IF_ERROR(Config::FromEnvironment(&config));
+  return CreateWorld(config, out);
 }
 
 BackendEntry GlooBackendEntry() {

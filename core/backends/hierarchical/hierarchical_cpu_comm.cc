@@ -137,7 +137,7 @@ Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
     return Status::OK();
   }
   std::vector<std::string> hosts;
-  HVD_RETURN_IF_ERROR(flat.AllgatherBytes(host_key, &hosts));
+  HVD_RETURN_IF_ERROR(AllgatherBytes(flat, host_key, &hosts));
   const HostPlan plan = PlanHosts(hosts, flat.rank());
   if (!plan.usable) {
     // Every member sees the same hosts, so all take this branch together.

@@ -2,6 +2,7 @@
 // unless the application already did, and duplicate the communicator so
 // hvd's traffic never matches the application's own messages.
 #include <cstdlib>
+#include <string>
 
 #include "core/backends/mpi/mpi_comm.h"
 #include "core/backends/registry.h"
@@ -19,9 +20,8 @@ void FinalizeAtExit() {
   if (!finalized) MPI_Finalize();
 }
 
-bool LaunchedByMpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
-         std::getenv("PMIX_RANK") || std::getenv("MPI_LOCALNRANKS");
+bool LaunchedByMpi(const LaunchEnv& env) {
+  return env.mpi_launched;
 }
 
 Status EnsureMpiInitialized(const Config& config) {
@@ -52,32 +52,32 @@ Status EnsureMpiInitialized(const Config& config) {
 
 // Ranks that hvdrun started without --mpi each become an MPI singleton of
 // one rank: every "job" of one would then silently reduce with itself.
-Status CheckNotASingleton() {
+Status CheckNotASingleton(const LaunchEnv& env) {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const char* launched = std::getenv("HVD_SIZE");
-  if (size != 1 || launched == nullptr || std::atoi(launched) <= 1) return Status::OK();
-  return Status::Invalid(std::string("MPI: this process is an MPI job of 1 rank, but its launcher "
-                                     "started HVD_SIZE=") +
-                         launched +
-                         " ranks; ranks started by hvdrun without --mpi cannot use the MPI "
-                         "backend (use hvdrun --mpi or mpirun, or HVD_CONTROLLER=gloo)");
+  if (size != 1 || env.hvdrun_size <= 1) return Status::OK();
+  return Status::Invalid(
+      "MPI: this process is an MPI job of 1 rank, but its launcher "
+      "started HVD_SIZE=" +
+      std::to_string(env.hvdrun_size) +
+      " ranks; ranks started by hvdrun without --mpi cannot use the MPI "
+      "backend (use hvdrun --mpi or mpirun, or HVD_CONTROLLER=gloo)");
 }
 
 Status CreateMpiWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
-  HVD_RETURN_IF_ERROR(EnsureMpiInitialized(*args.config));
+  const Config& config = *args.config;
+  HVD_RETURN_IF_ERROR(EnsureMpiInitialized(config));
   MPI_Comm base = MPI_COMM_WORLD;
   if (args.use_mpi_comm) {
     base = MPI_Comm_f2c(static_cast<MPI_Fint>(args.mpi_comm));
-    if (base == MPI_COMM_NULL)
-      return Status::Invalid("hvd_init_mpi_comm: the communicator is null");
+    if (base == MPI_COMM_NULL) return Status::Invalid("MPI: the given communicator is null");
   }
-  if (!args.use_mpi_comm) HVD_RETURN_IF_ERROR(CheckNotASingleton());
+  if (!args.use_mpi_comm) HVD_RETURN_IF_ERROR(CheckNotASingleton(config.launch));
   MPI_Comm dup = MPI_COMM_NULL;
   if (MPI_Comm_dup(base, &dup) != MPI_SUCCESS) {
-    return Status::Invalid("hvd_init_mpi_comm: MPI_Comm_dup failed (is the handle valid?)");
+    return Status::Invalid("MPI: MPI_Comm_dup failed (is the communicator handle valid?)");
   }
-  *out = std::make_unique<MpiComm>(dup, args.config->allreduce_chunk_bytes);
+  *out = std::make_unique<MpiComm>(dup, config.allreduce_chunk_bytes);
   return Status::OK();
 }
 

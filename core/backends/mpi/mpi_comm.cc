@@ -1,9 +1,12 @@
 #include "core/backends/mpi/mpi_comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <functional>
 #include <thread>
+
+#include "core/backends/mpi/mpi_channel.h"
 
 namespace hvd {
 namespace {
@@ -38,77 +41,6 @@ Status MpiComm::Check(int rc, const char* what) {
   int len = 0;
   MPI_Error_string(rc, msg, &len);
   return Status::Backend(std::string("MPI ") + what + " failed: " + std::string(msg, len));
-}
-
-Status MpiComm::Wait(MPI_Request* request, const char* what) {
-  // Poll for a while, yielding between tests (peers are usually microseconds
-  // apart, and a yield lets any other runnable thread on this core go
-  // first), then sleep in growing steps so a rank waiting for a slow peer
-  // leaves the CPU alone.
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  auto nap = std::chrono::microseconds(5);
-  for (;;) {
-    int done = 0;
-    int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return Check(rc, what);
-    if (done) return Status::OK();
-    if (Clock::now() - start < std::chrono::microseconds(50)) {
-      std::this_thread::yield();
-      continue;
-    }
-    std::this_thread::sleep_for(nap);
-    if (nap < std::chrono::microseconds(200)) nap *= 2;
-  }
-}
-
-Status MpiComm::AllreduceBits(uint64_t* words, size_t n, BitOp op) {
-  MPI_Request req;
-  HVD_RETURN_IF_ERROR(Check(MPI_Iallreduce(MPI_IN_PLACE, words, static_cast<int>(n), MPI_UINT64_T,
-                                           op == BitOp::kAnd ? MPI_BAND : MPI_BOR, comm_, &req),
-                            "Iallreduce (negotiation)"));
-  return Wait(&req, "Iallreduce (negotiation)");
-}
-
-Status MpiComm::GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) {
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(rank_ == root ? size_ : 0);
-  MPI_Request req;
-  HVD_RETURN_IF_ERROR(
-      Check(MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, root, comm_, &req), "Igather"));
-  HVD_RETURN_IF_ERROR(Wait(&req, "Igather (negotiation)"));
-  std::vector<int> displs(lens.size(), 0);
-  std::string packed;
-  if (rank_ == root) {
-    int64_t total = 0;
-    for (int r = 0; r < size_; ++r) {
-      displs[r] = static_cast<int>(total);
-      total += lens[r];
-    }
-    if (!FitsInt(total)) return TooLarge("gather (negotiation)");
-    packed.resize(static_cast<size_t>(total));
-  }
-  HVD_RETURN_IF_ERROR(Check(MPI_Igatherv(mine.data(), len, MPI_BYTE, &packed[0], lens.data(),
-                                         displs.data(), MPI_BYTE, root, comm_, &req),
-                            "Igatherv"));
-  HVD_RETURN_IF_ERROR(Wait(&req, "Igatherv (negotiation)"));
-  if (rank_ == root) {
-    all->resize(static_cast<size_t>(size_));
-    for (int r = 0; r < size_; ++r) (*all)[r] = packed.substr(displs[r], lens[r]);
-  }
-  return Status::OK();
-}
-
-Status MpiComm::BroadcastBytes(std::string* bytes, int root) {
-  int64_t len = static_cast<int64_t>(bytes->size());
-  MPI_Request req;
-  HVD_RETURN_IF_ERROR(Check(MPI_Ibcast(&len, 1, MPI_INT64_T, root, comm_, &req), "Ibcast"));
-  HVD_RETURN_IF_ERROR(Wait(&req, "Ibcast (negotiation)"));
-  if (!FitsInt(len)) return TooLarge("broadcast (negotiation)");
-  bytes->resize(static_cast<size_t>(len));
-  HVD_RETURN_IF_ERROR(Check(
-      MPI_Ibcast(&(*bytes)[0], static_cast<int>(len), MPI_BYTE, root, comm_, &req), "Ibcast"));
-  return Wait(&req, "Ibcast (negotiation)");
 }
 
 Status MpiComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
@@ -193,6 +125,30 @@ Status MpiComm::Barrier() {
   return Check(MPI_Barrier(comm_), "Barrier");
 }
 
+Status MpiComm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                         int peer) {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return Status::Invalid("MPI sendrecv: peer " + std::to_string(peer) +
+                           " is not another rank of " + std::to_string(size_));
+  }
+  // In pieces below 2^31 bytes (MPI's int counts); both sides cut alike.
+  constexpr int64_t kMax = int64_t{1} << 30;
+  constexpr int kTag = 0x4144;  // 'AD'; the communicator is hvd's own duplicate
+  auto* in = static_cast<const uint8_t*>(send);
+  auto* out = static_cast<uint8_t*>(recv);
+  int64_t done = 0;
+  do {
+    const int ns = static_cast<int>(std::max<int64_t>(0, std::min(kMax, send_bytes - done)));
+    const int nr = static_cast<int>(std::max<int64_t>(0, std::min(kMax, recv_bytes - done)));
+    HVD_RETURN_IF_ERROR(Check(
+        MPI_Sendrecv(ns ? in + done : nullptr, ns, MPI_BYTE, peer, kTag, nr ? out + done : nullptr,
+                     nr, MPI_BYTE, peer, kTag, comm_, MPI_STATUS_IGNORE),
+        "Sendrecv"));
+    done += kMax;
+  } while (done < std::max(send_bytes, recv_bytes));
+  return Status::OK();
+}
+
 Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
                       std::unique_ptr<Comm>* out) {
   MPI_Group world, sub;
@@ -207,6 +163,12 @@ Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
   HVD_RETURN_IF_ERROR(Check(rc, "Comm_create_group"));
   *out = std::make_unique<MpiComm>(newcomm, chunk_bytes_);
   return Status::OK();
+}
+
+Status MpiComm::OpenControlChannel(double, std::unique_ptr<ControlChannel>* out) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  HVD_RETURN_IF_ERROR(Check(MPI_Comm_dup(comm_, &dup), "Comm_dup (control channel)"));
+  return MpiChannel::Create(dup, out);
 }
 
 }  // namespace hvd

@@ -1,7 +1,6 @@
-// hvd::Comm over an MPI communicator (Open MPI). Negotiation calls are
-// non-blocking with a polling wait that backs off to sleeping, so a rank
-// waiting on a slow peer does not steal a core from it; data calls are the
-// blocking MPI collectives (fastest path).
+// hvd::Comm over an MPI communicator (Open MPI): the blocking MPI
+// collectives (the fastest path; a stalled peer is caught by the runtime's
+// operation deadline). Negotiation runs on an MpiChannel over a duplicate.
 #pragma once
 
 #include <mpi.h>
@@ -25,10 +24,6 @@ class MpiComm : public Comm {
   void SetAllreduceChunkBytes(int64_t bytes) override { chunk_bytes_ = bytes; }
   int64_t fusion_solo_bytes() const override { return chunk_bytes_ / 4; }
 
-  Status AllreduceBits(uint64_t* words, size_t n, BitOp op) override;
-  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override;
-  Status BroadcastBytes(std::string* bytes, int root) override;
-
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
@@ -38,11 +33,14 @@ class MpiComm : public Comm {
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
                        ReduceOp op) override;
   Status Barrier() override;
+  Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                  int peer) override;
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
+  Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override;
+  void Abort() override { MPI_Abort(comm_, 1); }
 
  private:
-  Status Wait(MPI_Request* request, const char* what);
   Status Check(int rc, const char* what);
 
   MPI_Comm comm_;

@@ -1,6 +1,7 @@
 #include <mutex>
 
 #include "core/backends/mpi/mpi_comm.h"
+#include "core/common/dtype_dispatch.h"
 #include "core/common/reduce.h"
 
 namespace hvd {
@@ -31,27 +32,16 @@ void CreateHalfOps() {
 }  // namespace
 
 MPI_Datatype ToMpiType(DataType dt) {
-  switch (dt) {
-    case DataType::kUInt8:
-      return MPI_UINT8_T;
-    case DataType::kInt8:
-      return MPI_INT8_T;
-    case DataType::kInt32:
-      return MPI_INT32_T;
-    case DataType::kInt64:
-      return MPI_INT64_T;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return MPI_UINT16_T;  // opaque 16 bits; only our ops interpret them
-    case DataType::kFloat32:
-      return MPI_FLOAT;
-    case DataType::kFloat64:
-      return MPI_DOUBLE;
-  }
-  return MPI_BYTE;
+  // 16-bit floats travel as opaque uint16 bits that only hvd's own
+  // reduction ops interpret.
+  static const MPI_Datatype kTypes[] = {MPI_UINT8_T,  MPI_INT8_T,   MPI_INT32_T, MPI_INT64_T,
+                                        MPI_UINT16_T, MPI_UINT16_T, MPI_FLOAT,   MPI_DOUBLE};
+  return PerDataType(kTypes, dt, MPI_BYTE);
 }
 
 MPI_Op ToMpiOp(DataType dt, ReduceOp op) {
+  // Adasum is not element-wise (core/ops/adasum.cc); never reduced by MPI.
+  if (op == ReduceOp::kAdasum) return MPI_OP_NULL;
   if (dt == DataType::kFloat16 || dt == DataType::kBFloat16) {
     // Created once per process: MPI cannot be re-initialised, so these
     // live until MPI_Finalize frees them.
@@ -69,6 +59,8 @@ MPI_Op ToMpiOp(DataType dt, ReduceOp op) {
       return MPI_MAX;
     case ReduceOp::kProduct:
       return MPI_PROD;
+    case ReduceOp::kAdasum:
+      break;
   }
   return MPI_SUM;
 }

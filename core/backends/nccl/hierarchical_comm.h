@@ -25,16 +25,6 @@ class HierarchicalComm : public Comm {
   const char* backend_name() const override { return "NCCL"; }
   bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
 
-  Status AllreduceBits(uint64_t* w, size_t n, BitOp op) override {
-    return flat_->AllreduceBits(w, n, op);
-  }
-  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override {
-    return flat_->GatherBytes(mine, root, all);
-  }
-  Status BroadcastBytes(std::string* bytes, int root) override {
-    return flat_->BroadcastBytes(bytes, root);
-  }
-
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& b) override {
     return flat_->Allgatherv(in, out, b);
@@ -57,7 +47,7 @@ class HierarchicalComm : public Comm {
 
  private:
   std::unique_ptr<NcclComm> flat_;
-  std::unique_ptr<Comm> local_ctrl_;  // before local_: the NCCL comm refers to it
+  std::unique_ptr<Comm> local_ctrl_;  // the host group the local NCCL comm was made over
   std::unique_ptr<NcclComm> local_;
   std::unique_ptr<Comm> cross_host_;
   StagingComm cross_;  // stages cross_host_'s data calls through pinned memory

@@ -2,29 +2,15 @@
 
 #include <cstring>
 
+#include "core/common/dtype_dispatch.h"
+
 namespace hvd {
 namespace {
 
 ncclDataType_t ToNccl(DataType dt) {
-  switch (dt) {
-    case DataType::kUInt8:
-      return ncclUint8;
-    case DataType::kInt8:
-      return ncclInt8;
-    case DataType::kInt32:
-      return ncclInt32;
-    case DataType::kInt64:
-      return ncclInt64;
-    case DataType::kFloat16:
-      return ncclHalf;
-    case DataType::kBFloat16:
-      return ncclBfloat16;
-    case DataType::kFloat32:
-      return ncclFloat;
-    case DataType::kFloat64:
-      return ncclDouble;
-  }
-  return ncclInt8;
+  static constexpr ncclDataType_t kTypes[] = {ncclUint8, ncclInt8,     ncclInt32, ncclInt64,
+                                              ncclHalf,  ncclBfloat16, ncclFloat, ncclDouble};
+  return PerDataType(kTypes, dt, ncclInt8);
 }
 
 ncclRedOp_t ToNccl(ReduceOp op) {
@@ -78,7 +64,7 @@ Status NcclStatus(ncclResult_t r, const char* what) {
 
 Status NcclComm::Create(Comm* ctrl, const CudaStream* stream, double timeout_s,
                         std::unique_ptr<NcclComm>* out) {
-  auto c = std::make_unique<NcclComm>(Key{}, ctrl, stream, timeout_s);
+  auto c = std::make_unique<NcclComm>(Key{}, stream, timeout_s);
   c->rank_ = ctrl->rank();
   c->size_ = ctrl->size();
   ncclUniqueId id;
@@ -89,10 +75,10 @@ Status NcclComm::Create(Comm* ctrl, const CudaStream* stream, double timeout_s,
     // in BroadcastBytes forever: they receive an empty id and fail too.
     Status s = NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId");
     if (s.ok()) bytes.assign(reinterpret_cast<const char*>(&id), sizeof(id));
-    HVD_RETURN_IF_ERROR(ctrl->BroadcastBytes(&bytes, 0));
+    HVD_RETURN_IF_ERROR(BroadcastBytes(*ctrl, &bytes, 0));
     HVD_RETURN_IF_ERROR(s);
   } else {
-    HVD_RETURN_IF_ERROR(ctrl->BroadcastBytes(&bytes, 0));
+    HVD_RETURN_IF_ERROR(BroadcastBytes(*ctrl, &bytes, 0));
     if (bytes.size() != sizeof(id)) {
       return Status::Backend("NCCL: rank 0 of the process set could not create a unique id");
     }

@@ -1,6 +1,5 @@
 // The NCCL backend: data collectives on CUDA memory, queued on hvd's stream.
-// NCCL only moves data; negotiation (AllreduceBits, GatherBytes,
-// BroadcastBytes) goes to the host controller Comm the set already has.
+// NCCL only moves data; negotiation runs on the set's control channel.
 //
 // Every data call waits for its stream by polling cudaStreamQuery and
 // ncclCommGetAsyncError with a timeout: a peer that dies mid-collective
@@ -21,9 +20,9 @@ Status NcclStatus(ncclResult_t r, const char* what);
 class NcclComm : public Comm {
  public:
   // Collective over `ctrl`'s ranks: its rank 0 makes the unique id and sends
-  // it with ctrl->BroadcastBytes, then every rank joins with
-  // ncclCommInitRank on the current CUDA device. `ctrl` and `stream` must
-  // outlive the result. timeout_s <= 0: waits have no time limit.
+  // it with BroadcastBytes over `ctrl`, then every rank joins with
+  // ncclCommInitRank on the current CUDA device. `stream` must outlive the
+  // result. timeout_s <= 0: waits have no time limit.
   static Status Create(Comm* ctrl, const CudaStream* stream, double timeout_s,
                        std::unique_ptr<NcclComm>* out);
   ~NcclComm() override;
@@ -34,23 +33,13 @@ class NcclComm : public Comm {
   };
 
  public:
-  NcclComm(Key, Comm* ctrl, const CudaStream* stream, double timeout_s)
-      : ctrl_(ctrl), stream_(stream), timeout_s_(timeout_s) {}
+  NcclComm(Key, const CudaStream* stream, double timeout_s)
+      : stream_(stream), timeout_s_(timeout_s) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* backend_name() const override { return "NCCL"; }
   bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
-
-  Status AllreduceBits(uint64_t* w, size_t n, BitOp op) override {
-    return ctrl_->AllreduceBits(w, n, op);
-  }
-  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override {
-    return ctrl_->GatherBytes(mine, root, all);
-  }
-  Status BroadcastBytes(std::string* bytes, int root) override {
-    return ctrl_->BroadcastBytes(bytes, root);
-  }
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
@@ -72,7 +61,6 @@ class NcclComm : public Comm {
   Status Sync();
   static Status AbortCheck(void* self);
 
-  Comm* ctrl_;
   const CudaStream* stream_;
   double timeout_s_;
   ncclComm_t comm_ = nullptr;

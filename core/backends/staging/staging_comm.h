@@ -19,16 +19,6 @@ class StagingComm : public Comm {
   const char* backend_name() const override { return host_->backend_name(); }
   bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
 
-  Status AllreduceBits(uint64_t* w, size_t n, BitOp op) override {
-    return host_->AllreduceBits(w, n, op);
-  }
-  Status GatherBytes(const std::string& mine, int root, std::vector<std::string>* all) override {
-    return host_->GatherBytes(mine, root, all);
-  }
-  Status BroadcastBytes(std::string* bytes, int root) override {
-    return host_->BroadcastBytes(bytes, root);
-  }
-
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;

@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/common/logging.h"
-#include "core/common/wire.h"
 
 namespace hvd {
 namespace {
@@ -83,7 +82,19 @@ std::vector<double> Autotuner::FullPoint(const std::vector<double>& free) const 
 bool Autotuner::Record(int64_t bytes) {
   if (done_ || bytes <= 0) return false;
   bytes_ += bytes;
-  return ++steps_ >= kStepsPerSample;
+  if (++steps_ < kStepsPerSample) return false;
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - sample_start_).count();
+  Decide(us > 0 ? static_cast<double>(bytes_) / us : 0.0);
+  if (done_) {
+    HVD_LOG(kInfo) << "autotune finished: fusion threshold " << params_.fusion_threshold_bytes
+                   << " B, cycle time " << params_.cycle_time_ms << " ms, allreduce chunk "
+                   << params_.allreduce_chunk_bytes << " B";
+    Log(0, "final");
+  }
+  steps_ = 0;
+  bytes_ = 0;
+  sample_start_ = Clock::now();
+  return true;
 }
 
 void Autotuner::Log(double score, const char* phase) {
@@ -112,39 +123,6 @@ void Autotuner::Decide(double score) {
     point_ = FullPoint(optimizer_->Next());
   }
   params_ = FromPoint(point_);
-}
-
-Status Autotuner::Sync(Comm* comm) {
-  const auto now = Clock::now();
-  const double us = std::chrono::duration<double, std::micro>(now - sample_start_).count();
-  std::string msg;
-  if (comm->rank() == 0) {
-    Decide(us > 0 ? static_cast<double>(bytes_) / us : 0.0);
-    WireWriter w;
-    w.I64(params_.fusion_threshold_bytes);
-    w.F64(params_.cycle_time_ms);
-    w.I64(params_.allreduce_chunk_bytes);
-    w.U8(done_ ? 1 : 0);
-    msg = w.Take();
-  }
-  HVD_RETURN_IF_ERROR(comm->BroadcastBytes(&msg, 0));
-  WireReader r(msg);
-  uint8_t done = 0;
-  if (!r.I64(&params_.fusion_threshold_bytes) || !r.F64(&params_.cycle_time_ms) ||
-      !r.I64(&params_.allreduce_chunk_bytes) || !r.U8(&done)) {
-    return Status::Internal("malformed autotune parameters from rank 0");
-  }
-  done_ = done != 0;
-  if (done_ && rank_ == 0) {
-    HVD_LOG(kInfo) << "autotune finished: fusion threshold " << params_.fusion_threshold_bytes
-                   << " B, cycle time " << params_.cycle_time_ms << " ms, allreduce chunk "
-                   << params_.allreduce_chunk_bytes << " B";
-    Log(0, "final");
-  }
-  steps_ = 0;
-  bytes_ = 0;
-  sample_start_ = Clock::now();
-  return Status::OK();
 }
 
 }  // namespace hvd

@@ -1,9 +1,10 @@
 // Online tuning of fusion threshold, cycle time and allreduce chunk size
-// (HVD_AUTOTUNE=1). Each busy cycle of the world set is a step; 10 steps are
-// a sample scored in bytes reduced per microsecond; an evaluation is the
-// median of 5 samples. Rank 0 runs Bayesian optimisation (Gaussian process,
-// expected improvement) and broadcasts each new setting, so every rank
-// switches at the same cycle. Values fixed in the environment are not tuned.
+// (HVD_AUTOTUNE=1). Runs on the world set's coordinator: each decision that
+// runs collectives is a step; 10 steps are a sample scored in bytes reduced
+// per microsecond; an evaluation is the median of 5 samples. Bayesian
+// optimisation (Gaussian process, expected improvement) picks each next
+// setting, which the coordinator sends in its decision stream, so every rank
+// switches at the same point. Values fixed in the environment are not tuned.
 #pragma once
 
 #include <chrono>
@@ -13,17 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "core/backends/comm.h"
 #include "core/common/config.h"
 #include "core/observability/autotune/bayesian_optimizer.h"
+#include "core/observability/autotune/tuned_params.h"
 
 namespace hvd {
-
-struct TunedParams {
-  int64_t fusion_threshold_bytes = 0;
-  double cycle_time_ms = 0;
-  int64_t allreduce_chunk_bytes = 0;
-};
 
 class Autotuner {
  public:
@@ -40,13 +35,9 @@ class Autotuner {
   const TunedParams& params() const { return params_; }
   bool done() const { return done_; }
 
-  // After each cycle of the world set with the bytes it moved (identical on
-  // every rank). True when a sample ends: the caller must then call Sync on
-  // every rank, in the same cycle.
+  // After each step with the bytes it decided to move. True when a sample
+  // ended and params() changed: the caller sends the new values to every rank.
   bool Record(int64_t bytes);
-  // Collective over `comm`: rank 0 scores the sample, chooses the next
-  // parameters and broadcasts them; everyone applies them.
-  Status Sync(Comm* comm);
 
  private:
   struct Dim {

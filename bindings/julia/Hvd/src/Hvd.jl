@@ -16,7 +16,7 @@ using Libdl
 include("LibHvd.jl")
 using .LibHvd
 
-export HvdError, ReduceOp, Sum, Average, Min, Max, Product
+export HvdError, ReduceOp, Sum, Average, Min, Max, Product, Adasum
 
 """An hvd error: the C status code and the message of `hvd_last_error`."""
 struct HvdError <: Exception
@@ -34,10 +34,15 @@ end
     Min = LibHvd.HVD_OP_MIN
     Max = LibHvd.HVD_OP_MAX
     Product = LibHvd.HVD_OP_PRODUCT
+    Adasum = LibHvd.HVD_OP_ADASUM   # allreduce of floats, power-of-two ranks
 end
 
 function __init__()
-    # Lets users point at a build tree without touching LD_LIBRARY_PATH.
+    # An installed copy (share/julia/Hvd) names libhvd's folder relative to
+    # itself in deps/libhvd_dir; HVD_LIBRARY_DIR (e.g. a build tree's capi/)
+    # goes before it. Neither needs LD_LIBRARY_PATH.
+    marker = joinpath(@__DIR__, "..", "deps", "libhvd_dir")
+    isfile(marker) && pushfirst!(Libdl.DL_LOAD_PATH, normpath(joinpath(@__DIR__, "..", readchomp(marker))))
     dir = get(ENV, "HVD_LIBRARY_DIR", "")
     isempty(dir) || pushfirst!(Libdl.DL_LOAD_PATH, dir)
 end
@@ -62,6 +67,7 @@ rank() = topology(LibHvd.hvd_rank())
 size() = topology(LibHvd.hvd_size())   # Hvd.size(), not Base.size
 local_rank() = topology(LibHvd.hvd_local_rank())
 local_size() = topology(LibHvd.hvd_local_size())
+is_homogeneous() = topology(LibHvd.hvd_is_homogeneous()) == 1   # same number of ranks per host
 barrier() = check(LibHvd.hvd_barrier(Int32(0)))
 
 # ------------------------------------------------------------- tensors

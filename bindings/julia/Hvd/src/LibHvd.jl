@@ -58,6 +58,7 @@ const HVD_OP_AVERAGE = hvd_reduce_op(1)
 const HVD_OP_MIN = hvd_reduce_op(2)
 const HVD_OP_MAX = hvd_reduce_op(3)
 const HVD_OP_PRODUCT = hvd_reduce_op(4)
+const HVD_OP_ADASUM = hvd_reduce_op(5)
 
 # ------------------------------------------------------------- typedefs
 const hvd_handle = Int64
@@ -181,6 +182,11 @@ end
 "C: `int hvd_cross_size(void)`"
 function hvd_cross_size()
     ccall((:hvd_cross_size, libhvd), Cint, ())
+end
+
+"C: `int hvd_is_homogeneous(void)`"
+function hvd_is_homogeneous()
+    ccall((:hvd_is_homogeneous, libhvd), Cint, ())
 end
 
 "C: `int hvd_mpi_threads_supported(void)`"

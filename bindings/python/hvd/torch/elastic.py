@@ -1,47 +1,139 @@
-"""TorchState: a model and optimizer as elastic state (hvd.elastic).
+"""Elastic training for PyTorch, under Horovod's names: after
+`import hvd.torch as hvd`, `hvd.elastic.run`, `hvd.elastic.TorchState` and
+`hvd.elastic.ElasticSampler` (plus everything of hvd.elastic).
 
-    state = hvd.torch.elastic.TorchState(model, optimizer, epoch=0, batch=0)
+    state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, batch=0)
 
-save() keeps in-memory copies of model.state_dict() and
-optimizer.state_dict(); restore() loads them back; sync() broadcasts the
-parameters and optimizer state from rank 0 (broadcast_parameters /
-broadcast_optimizer_state) plus the extra values like ObjectState.
+TorchState keeps torch objects by their state_dict: every torch.nn.Module,
+torch.optim.Optimizer and ElasticSampler among its arguments. save() copies
+their state_dicts in memory, restore() loads the copies back, sync() makes
+every rank equal to rank 0 (broadcast_parameters, broadcast_optimizer_state,
+the sampler's position by broadcast_object). Other arguments are pickled
+values, as in ObjectState.
 """
 import copy
+import math
+import random
 
-from ..elastic.state import ObjectState
+import torch
+
+from ..basics import rank, size
+from ..elastic import (HostsUpdatedInterrupt, ObjectState, State, current_round, enabled,
+                       hosts_updated, run)
+from ..objects import broadcast_object
 from .functions import broadcast_optimizer_state, broadcast_parameters
+
+__all__ = ["ElasticSampler", "HostsUpdatedInterrupt", "ObjectState", "State", "TorchState",
+           "current_round", "enabled", "hosts_updated", "run"]
+
+
+class ElasticSampler(torch.utils.data.Sampler):
+    """Shards a dataset over the ranks, and after a reset shards what is
+    left of the epoch over the new set of ranks.
+
+    Put it in the TorchState, call record_batch(batch_idx, batch_size) after
+    each batch and set_epoch(epoch + 1) at the end of each epoch. Indices are
+    shuffled with `seed + epoch` (the same on every rank) when `shuffle`;
+    the last round is padded by repeating indices so every rank gets the
+    same number."""
+
+    def __init__(self, dataset, shuffle=True, seed=0):
+        self.dataset = dataset
+        self.shuffle = shuffle
+        self.seed = seed
+        self.epoch = 0
+        self.processed_num = 0  # samples of this epoch done by all ranks together
+        self.reset()
+
+    def set_epoch(self, epoch):
+        """Start `epoch` from its first sample (call it when an epoch ends)."""
+        self.epoch = epoch
+        self.processed_num = 0
+        self.reset()
+
+    def record_batch(self, batch_idx, batch_size):
+        """Every rank processed `batch_size` more samples."""
+        self.processed_num += batch_size * self.num_replicas
+
+    def state_dict(self):
+        return {"epoch": self.epoch, "processed_num": self.processed_num}
+
+    def load_state_dict(self, state_dict):
+        self.epoch = state_dict["epoch"]
+        self.processed_num = state_dict["processed_num"]
+        self.reset()
+
+    def reset(self):
+        """Re-shard the rest of the epoch for the current world."""
+        self.num_replicas, self.rank = size(), rank()
+        order = list(range(len(self.dataset)))
+        if self.shuffle:
+            random.Random(self.seed + self.epoch).shuffle(order)
+        self.remaining_indices = order[self.processed_num:]
+        self.num_samples = int(math.ceil(len(self.remaining_indices) / self.num_replicas))
+
+    def __iter__(self):
+        total = self.num_samples * self.num_replicas
+        padded = self.remaining_indices + self.remaining_indices[:total - len(
+            self.remaining_indices)]
+        return iter(padded[self.rank:total:self.num_replicas])
+
+    def __len__(self):
+        return self.num_samples
+
+
+def _is_torch_object(value):
+    return isinstance(value, (torch.nn.Module, torch.optim.Optimizer, ElasticSampler))
 
 
 class TorchState(ObjectState):
+    """Elastic state of a PyTorch training: models, optimizers and
+    ElasticSamplers by state_dict, other values pickled. Assigning a new
+    object to an attribute (state.model = other) tracks the new one."""
+
     def __init__(self, model=None, optimizer=None, **kwargs):
-        self.model = model
-        self.optimizer = optimizer
-        self._saved_model = None
-        self._saved_optimizer = None
-        super().__init__(**kwargs)
+        named = dict(model=model, optimizer=optimizer, **kwargs)
+        torch_objects = {k: v for k, v in named.items() if _is_torch_object(v)}
+        values = {k: v for k, v in named.items()
+                  if k not in torch_objects and not (k in ("model", "optimizer") and v is None)}
+        object.__setattr__(self, "_torch_objects", torch_objects)
+        object.__setattr__(self, "_saved_torch", {})
+        for name in ("model", "optimizer"):
+            if name not in values:
+                object.__setattr__(self, name, named[name])
+        for name, value in torch_objects.items():
+            object.__setattr__(self, name, value)
+        super().__init__(**values)  # saves
+
+    def __setattr__(self, name, value):
+        if name in self._torch_objects:
+            self._torch_objects[name] = value
+        super().__setattr__(name, value)
 
     def save(self):
-        if self.model is not None:
-            self._saved_model = copy.deepcopy(self.model.state_dict())
-        if self.optimizer is not None:
-            self._saved_optimizer = copy.deepcopy(self.optimizer.state_dict())
+        self._saved_torch = {name: copy.deepcopy(obj.state_dict())
+                             for name, obj in self._torch_objects.items()}
         super().save()
 
     def restore(self):
-        if self.model is not None and self._saved_model is not None:
-            self.model.load_state_dict(self._saved_model)
-        if self.optimizer is not None and self._saved_optimizer is not None:
-            self.optimizer.load_state_dict(self._saved_optimizer)
-            _forget_pending_gradients(self.optimizer)
+        for name, obj in self._torch_objects.items():
+            if name in self._saved_torch:
+                obj.load_state_dict(self._saved_torch[name])
+            if isinstance(obj, torch.optim.Optimizer):
+                _forget_pending_gradients(obj)
         super().restore()
 
     def sync(self):
-        if self.model is not None:
-            broadcast_parameters(self.model.state_dict(), root_rank=0)
-        if self.optimizer is not None:
-            _forget_pending_gradients(self.optimizer)
-            broadcast_optimizer_state(self.optimizer, root_rank=0)
+        # Sorted by name: every rank broadcasts in the same order.
+        for name, obj in sorted(self._torch_objects.items()):
+            if isinstance(obj, torch.nn.Module):
+                broadcast_parameters(obj.state_dict(), root_rank=0)
+            elif isinstance(obj, torch.optim.Optimizer):
+                _forget_pending_gradients(obj)
+                broadcast_optimizer_state(obj, root_rank=0)
+            else:
+                obj.load_state_dict(broadcast_object(obj.state_dict(), root_rank=0,
+                                                     name="hvd.elastic.sampler." + name))
         super().sync()
         # Every rank now holds rank 0's state: that is the new commit.
         self.save()

@@ -5,16 +5,83 @@ A hook on each parameter's gradient accumulator starts that gradient's
 asynchronous allreduce as soon as autograd has produced it; step() (or
 synchronize()) waits for all of them, writes the averaged gradients back
 and then runs the wrapped optimizer's own step.
+
+Per parameter, what does not change between steps (the tensor name, op and
+scale factors, and the DLTensor of the gradient while it stays the same
+tensor) lives in a C `Slot` (hvd._hvd_fast), so a dense CPU gradient costs
+one C call to submit and one to wait. Groups (`groups=`/`num_groups=`) are
+submitted as one grouped allreduce once every gradient of the group is
+ready. Sparse gradients (nn.Embedding(sparse=True)) are allgathered as
+indices and values (sparse_allreduce_async), or densified first with
+`sparse_as_dense=True`.
 """
 import contextlib
 import warnings
+import zlib
 
 import torch
 
-from .. import ops
+from .. import _hvd_fast, ops
 from ..basics import size
 from ..process_sets import global_process_set
 from .compression import Compression
+from .sparse import sparse_allreduce_async
+
+_PENDING = (None, None, None)  # hook fired, allreduce not started yet
+_SPARSE = object()             # ctx: the result is a new sparse gradient
+_IN_PLACE = object()           # ctx: reduced in p.grad itself, nothing to write back
+
+
+def _split_list(items, n):
+    """n consecutive chunks whose lengths differ by at most one (Horovod's split)."""
+    d, r = divmod(len(items), n)
+    return [items[i * d + min(i, r):(i + 1) * d + min(i + 1, r)] for i in range(n)]
+
+
+class _Param:
+    """One parameter's state. Hooks and synchronize() reach it directly:
+    dicts keyed by tensors would call torch.Tensor.__hash__, a Python
+    function, several times per gradient and step."""
+
+    __slots__ = ("param", "name", "slot", "group", "delay")
+
+    def __init__(self, param, name, slot, delay):
+        self.param, self.name, self.slot, self.group, self.delay = param, name, slot, None, delay
+
+
+class _Group:
+    """Parameters reduced as one grouped allreduce."""
+
+    __slots__ = ("members", "names", "count")
+
+    def __init__(self, members):
+        self.members = members
+        names = [m.name for m in members]
+        # The group's signature in each name: the same parameter regrouped
+        # (another optimizer over the same model) is then a different tensor
+        # to the core's response cache.
+        tag = "#g%08x" % zlib.crc32("|".join(names).encode())
+        self.names = [n + tag for n in names]
+        self.count = 0
+
+
+class _Delays:
+    """optimizer._delay: {parameter state: passes left} as hvd.torch.elastic
+    resets it after a lost peer (setting a value also restarts the group)."""
+
+    def __init__(self, params):
+        self._params = params
+
+    def __iter__(self):
+        return iter(self._params)
+
+    def __getitem__(self, st):
+        return st.delay
+
+    def __setitem__(self, st, delay):
+        st.delay = delay
+        if st.group is not None:
+            st.group.count = 0
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -23,12 +90,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # self)` below is the user's optimizer.
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, process_set):
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
         self._predivide = gradient_predivide_factor
         self._process_set = process_set
+        self._sparse_as_dense = sparse_as_dense
         self.backward_passes_per_step = backward_passes_per_step
 
         all_params = [p for group in self.param_groups for p in group["params"]]
@@ -44,10 +112,22 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "optimizer's parameters" % len(unnamed))
         else:
             by_param = {p: "noname.%d" % i for i, p in enumerate(all_params)}
-        self._names = {p: "grad." + by_param[p] for p in all_params}
+        pre, post = self._scale_factors()
+        self._params = []
+        for p in all_params:
+            name = "grad." + by_param[p]
+            self._params.append(_Param(p, name, _hvd_fast.Slot(name, op, pre, post, process_set),
+                                       backward_passes_per_step))
+        self._lean = compression is Compression.none  # the Slot path needs no compression
 
-        self._delay = {p: backward_passes_per_step for p in all_params}
-        self._handles = {}       # param -> (Handle or None, compressed tensor, ctx)
+        state_of = {id(st.param): st for st in self._params}
+        trainable = [p for p in all_params if p.requires_grad]
+        for g in self._make_groups(groups, all_params, trainable):
+            group = _Group([state_of[id(p)] for p in g])
+            for st in group.members:
+                st.group = group
+
+        self._handles = {}       # _Param or _Group -> (Handle, tensor reduced, ctx)
         self._grad_accs = []     # keep the accumulator nodes (and hooks) alive
         self._synchronized = False
         self._should_synchronize = True
@@ -56,29 +136,74 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # Marker used by broadcast_optimizer_state.
     _hvd_synchronize_handles = True
 
-    def _register_hooks(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad:
-                    # expand_as gives a view whose grad_fn leads to the
-                    # AccumulateGrad node that writes p.grad.
-                    acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    acc.register_hook(self._make_hook(p))
-                    self._grad_accs.append(acc)
+    @property
+    def _delay(self):
+        return _Delays(self._params)
 
-    def _make_hook(self, p):
+    @staticmethod
+    def _make_groups(groups, all_params, trainable):
+        """Tuples of parameters reduced together (groups of one are left out:
+        they are plain allreduces)."""
+        if groups is None:
+            return []
+        if isinstance(groups, bool) or not isinstance(groups, (int, list)):
+            raise ValueError("DistributedOptimizer: groups must be a positive int or a list of "
+                             "lists of parameters, not %r" % (groups,))
+        if isinstance(groups, int):
+            if groups <= 0:
+                raise ValueError("DistributedOptimizer: groups must be positive, not %d" % groups)
+            chunks = _split_list(trainable, groups)
+        else:
+            known = {id(p) for p in all_params}
+            seen = set()
+            chunks = []
+            for g in groups:
+                chunk = []
+                for p in g:
+                    if not isinstance(p, torch.Tensor):
+                        raise ValueError("DistributedOptimizer: groups must hold tensors, not %s"
+                                         % type(p).__name__)
+                    if id(p) not in known:
+                        raise ValueError("DistributedOptimizer: a tensor in groups is not a "
+                                         "parameter of this optimizer")
+                    if id(p) in seen:
+                        raise ValueError("DistributedOptimizer: a parameter can appear in only "
+                                         "one group")
+                    seen.add(id(p))
+                    if p.requires_grad:
+                        chunk.append(p)
+                chunks.append(chunk)
+        return [tuple(c) for c in chunks if len(c) > 1]
+
+    def _register_hooks(self):
+        for st in self._params:
+            if st.param.requires_grad:
+                # expand_as gives a view whose grad_fn leads to the
+                # AccumulateGrad node that writes p.grad.
+                acc = st.param.expand_as(st.param).grad_fn.next_functions[0][0]
+                acc.register_hook(self._make_hook(st))
+                self._grad_accs.append(acc)
+
+    def _make_hook(self, st):
+        handles = self._handles
+        group = st.group
+
         def hook(*_ignored):
-            entry = self._handles.get(p)
-            if entry is not None and entry[0] is not None and self._delay[p] <= 0:
+            delay = st.delay
+            if delay <= 0:
                 raise AssertionError(
                     "Gradients were computed more than backward_passes_per_step times before "
                     "optimizer.step(); increase backward_passes_per_step to accumulate "
                     "gradients locally.")
-            self._delay[p] -= 1
-            if self._delay[p] == 0:
-                self._handles[p] = self._allreduce_grad_async(p)
-            else:  # accumulate locally; zero_grad() now would lose this pass
-                self._handles[p] = (None, None, None)
+            st.delay = delay = delay - 1
+            if delay > 0 or group is not None:
+                handles[st] = _PENDING  # accumulate locally / wait for the group
+                if delay == 0:
+                    group.count += 1
+                    if group.count == len(group.members):
+                        self._submit_group(group)
+            else:
+                handles[st] = self._allreduce_grad_async(st)
         return hook
 
     def _scale_factors(self):
@@ -88,37 +213,99 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             return 1.0 / self._predivide, self._predivide
         return 1.0, 1.0
 
-    def _allreduce_grad_async(self, p):
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        compressed, ctx = self._compression.compress(p.grad)
+    @staticmethod
+    def _grad_of(p):
+        grad = p.grad
+        if grad is None:
+            # Every rank must submit the same tensors: a parameter unused in
+            # this pass contributes zeros.
+            p.grad = grad = torch.zeros_like(p)
+        return grad
+
+    def _allreduce_grad_async(self, st):
+        grad = self._grad_of(st.param)
+        if self._lean:
+            handle = st.slot.allreduce_(grad)
+            if handle is not None:
+                return handle, grad, _IN_PLACE
+        if grad.is_sparse:
+            if not self._sparse_as_dense:
+                return sparse_allreduce_async(grad, name=st.name, op=self._op,
+                                              process_set=self._process_set), None, _SPARSE
+            grad = grad.to_dense()  # reduced dense, made sparse again in synchronize
+        compressed, ctx = self._compression.compress(grad)
         pre, post = self._scale_factors()
-        handle = ops.allreduce_async_(compressed, name=self._names[p], op=self._op,
+        handle = ops.allreduce_async_(compressed, name=st.name, op=self._op,
                                       prescale_factor=pre, postscale_factor=post,
                                       process_set=self._process_set)
         return handle, compressed, ctx
+
+    def _submit_group(self, group):
+        tensors, ctxs = [], []
+        for st in group.members:
+            self._handles.pop(st, None)
+            grad = self._grad_of(st.param)
+            if grad.is_sparse:
+                if not self._sparse_as_dense:
+                    raise ValueError(
+                        "DistributedOptimizer: the sparse gradient of %s cannot be part of a "
+                        "group; pass sparse_as_dense=True or leave it out of groups" % st.name)
+                grad = grad.to_dense()
+            compressed, ctx = self._compression.compress(grad)
+            tensors.append(compressed)
+            ctxs.append(ctx)
+        pre, post = self._scale_factors()
+        handle = ops.grouped_allreduce_named_async_(
+            tensors, group.names, op=self._op, prescale_factor=pre, postscale_factor=post,
+            process_set=self._process_set)
+        self._handles[group] = (handle, tensors, ctxs)
+        group.count = 0
+
+    def _write_back(self, p, reduced, ctx):
+        """Put the reduced tensor into p.grad (nothing to do when the
+        allreduce ran in p.grad itself)."""
+        grad = p.grad
+        if reduced is grad:
+            return
+        result = self._compression.decompress(reduced, ctx)
+        if grad.is_sparse:  # sparse_as_dense: back to the gradient's sparse form
+            p.grad = result.to_sparse(grad.sparse_dim())
+        else:
+            with torch.no_grad():
+                grad.copy_(result)
 
     def synchronize(self):
         """Wait for every gradient's allreduce and write the results back.
         Gradients whose hooks did not fire (parameters unused in this pass)
         are reduced here, so every rank submits the same set of tensors."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad and p not in self._handles:
-                    self._handles[p] = (None, None, None)
+        handles = self._handles
         # Start the missing ones in a fixed order, then wait for all.
-        for p in [p for p, entry in self._handles.items() if entry[0] is None]:
-            self._handles[p] = self._allreduce_grad_async(p)
+        for st in self._params:
+            if not st.param.requires_grad:
+                continue
+            if st.group is not None:
+                if st.group not in handles:
+                    self._submit_group(st.group)
+            elif handles.get(st, _PENDING)[0] is None:
+                handles[st] = self._allreduce_grad_async(st)
         try:
-            for p, (handle, compressed, ctx) in self._handles.items():
-                handle.wait()
-                if compressed is not p.grad:
-                    with torch.no_grad():
-                        p.grad.copy_(self._compression.decompress(compressed, ctx))
+            for key, (handle, reduced, ctx) in handles.items():
+                result = handle.wait()
+                if ctx is _IN_PLACE:
+                    continue
+                if isinstance(key, _Group):
+                    for st, r, c in zip(key.members, reduced, ctx):
+                        self._write_back(st.param, r, c)
+                elif ctx is _SPARSE:
+                    key.param.grad = result
+                else:
+                    self._write_back(key.param, reduced, ctx)
         finally:
-            for p in self._handles:
-                self._delay[p] = self.backward_passes_per_step
-            self._handles.clear()
+            for st in self._params:
+                st.delay = self.backward_passes_per_step
+                if st.group is not None:
+                    st.group.count = 0
+            handles.clear()
         self._synchronized = True
 
     @contextlib.contextmanager
@@ -151,7 +338,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=ops.Average,
-                         gradient_predivide_factor=1.0, process_set=global_process_set):
+                         gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                         sparse_as_dense=False, process_set=global_process_set):
     """Wrap a torch optimizer so that step() applies gradients averaged over
     all ranks (or `process_set`).
 
@@ -160,13 +348,26 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     float16). backward_passes_per_step: backward passes accumulated locally
     before each allreduce. op: Average (default), Sum, ...
     gradient_predivide_factor: with Average, divide by f before the sum and
-    by size/f after it (guards float16 against overflow)."""
+    by size/f after it (guards float16 against overflow).
+    groups: an int n (the trainable parameters in n consecutive groups of
+    about equal count) or a list of lists of parameters; each group is
+    reduced as one grouped allreduce once all its gradients are ready;
+    parameters in no group are reduced one by one. num_groups=n: the
+    deprecated spelling of groups=n.
+    sparse_as_dense: reduce sparse gradients (nn.Embedding(sparse=True)) as
+    dense tensors and make them sparse again; by default their indices and
+    values are allgathered and summed (sparse_allreduce_async)."""
     if gradient_predivide_factor != 1.0 and op != ops.Average:
         raise ValueError("gradient_predivide_factor needs op=Average")
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be >= 1")
+    if num_groups:
+        warnings.warn("num_groups is deprecated; pass groups=%d" % num_groups, DeprecationWarning,
+                      stacklevel=2)
+        if groups is None:
+            groups = num_groups
     size()  # fail early with HvdNotInitializedError rather than in a hook
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, process_set)
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)

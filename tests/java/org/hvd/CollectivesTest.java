@@ -48,6 +48,7 @@ class CollectivesTest {
     assertTrue(rank >= 0 && rank < size);
     assertEquals(rank, Hvd.localRank(), "one host: local rank = rank");
     assertEquals(size, Hvd.localSize());
+    assertTrue(Hvd.isHomogeneous(), "one host: homogeneous");
     assertTrue(Hvd.isInitialized());
     assertEquals("1.0.0", Hvd.version());
   }
@@ -73,6 +74,22 @@ class CollectivesTest {
     for (int r = 1; r <= size; r++) product *= r;
     assertArrayEquals(new long[] {product}, Hvd.allreduce(new long[] {rank + 1}, ReduceOp.PRODUCT));
     assertArrayEquals(new byte[] {(byte) triangle(), 0}, Hvd.allreduce(new byte[] {(byte) (rank + 1), 0}, ReduceOp.SUM));
+  }
+
+  @Test
+  @Order(3)
+  void adasumOrthogonalAddIdenticalAverage() {
+    // Rank r holds r + 1 at position r: orthogonal vectors, whose Adasum is their sum.
+    double[] orthogonal = new double[size];
+    orthogonal[rank] = rank + 1;
+    double[] added = Hvd.allreduce(orthogonal, ReduceOp.ADASUM);
+    for (int i = 0; i < size; i++) assertEquals(i + 1.0, added[i], 0.0, "element " + i);
+    // The same vector everywhere: Adasum of equal vectors is that vector.
+    float[] same = {0.5f, -1.25f, 3f};
+    assertArrayEquals(same, Hvd.allreduce(same.clone(), ReduceOp.ADASUM), 0f);
+    HvdException ints = assertThrows(HvdException.class, () -> Hvd.allreduce(new int[] {1}, ReduceOp.ADASUM));
+    assertEquals(Status.INVALID_ARGUMENT, ints.status());
+    assertTrue(ints.getMessage().contains("floating-point"), ints.getMessage());
   }
 
   @Test

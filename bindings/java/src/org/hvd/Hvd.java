@@ -68,6 +68,11 @@ public final class Hvd {
     return topology(HvdNative.hvd_cross_size());
   }
 
+  /** True when every host runs the same number of ranks. */
+  public static boolean isHomogeneous() {
+    return topology(HvdNative.hvd_is_homogeneous()) == 1;
+  }
+
   public static boolean mpiEnabled() {
     return HvdNative.hvd_mpi_enabled() != 0;
   }

@@ -8,7 +8,9 @@ public enum ReduceOp {
   AVERAGE(hvd_reduce_op.HVD_OP_AVERAGE),
   MIN(hvd_reduce_op.HVD_OP_MIN),
   MAX(hvd_reduce_op.HVD_OP_MAX),
-  PRODUCT(hvd_reduce_op.HVD_OP_PRODUCT);
+  PRODUCT(hvd_reduce_op.HVD_OP_PRODUCT),
+  /** Adaptive summation (allreduce of float/double over a power-of-two number of ranks). */
+  ADASUM(hvd_reduce_op.HVD_OP_ADASUM);
 
   final int code;
 

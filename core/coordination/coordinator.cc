@@ -1,0 +1,311 @@
+#include "core/coordination/coordinator.h"
+
+#include <algorithm>
+
+#include "core/coordination/fusion.h"
+#include "core/coordination/response_rules.h"
+#include "core/observability/autotune/autotuner.h"
+#include "core/observability/timeline.h"
+
+namespace hvd {
+namespace {
+
+bool Cacheable(const Response& r) {
+  return r.error_code == Code::kOk && r.names.size() == 1 && r.joined_ranks.empty() &&
+         (r.type == OpType::kAllreduce || r.type == OpType::kAllgather ||
+          r.type == OpType::kBroadcast || r.type == OpType::kAlltoall ||
+          r.type == OpType::kReducescatter);
+}
+
+Response ErrorResponse(OpType type, const std::string& name, Code code, const std::string& error) {
+  Response r;
+  r.type = type;
+  r.names = {name};
+  r.error_code = code;
+  r.error = error;
+  return r;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(int size, int32_t set_id, const Config& config)
+    : size_(size),
+      set_id_(set_id),
+      config_(config),
+      cache_(config.cache_capacity),
+      slot_changed_(static_cast<size_t>(std::max(0, config.cache_capacity)), 0),
+      waits_(static_cast<size_t>(std::max(0, config.cache_capacity))),
+      stalls_(config, set_id) {}
+
+Status Coordinator::OnReport(int rank, Report report) {
+  if (stopped_) return Status::OK();
+  if (rank < 0 || rank >= size_) return Status::Internal("report from unknown rank");
+  if (report.shutdown &&
+      std::find(shutdown_ranks_.begin(), shutdown_ranks_.end(), rank) == shutdown_ranks_.end()) {
+    shutdown_ranks_.push_back(rank);
+  }
+  for (int32_t slot : report.invalid) RecordInvalid(slot, report.epoch);
+  for (int32_t slot : report.hits) RecordHit(rank, slot, report.epoch);
+  for (auto& q : report.requests) {
+    q.rank = rank;  // trust the sender, not the content
+    HVD_RETURN_IF_ERROR(CheckPeerRequest(q, size_));
+    RecordRequest(q);
+  }
+  return Status::OK();
+}
+
+void Coordinator::OnPeerLost(int rank, const std::string& why) {
+  if (std::find(lost_ranks_.begin(), lost_ranks_.end(), rank) == lost_ranks_.end()) {
+    lost_ranks_.push_back(rank);
+  }
+  if (lost_error_.empty()) lost_error_ = why;
+}
+
+void Coordinator::RecordHit(int rank, int32_t slot, int64_t epoch) {
+  // A slot the member looked up before it changed is stale: the member
+  // renegotiates that tensor when it applies the change.
+  if (slot < 0 || slot >= cache_.capacity() || epoch < slot_changed_[slot] || !cache_.used(slot)) {
+    return;
+  }
+  SlotWait& w = waits_[slot];
+  if (w.ranks.empty()) w.ranks.assign(static_cast<size_t>(size_), false);
+  if (w.ranks[rank]) return;
+  w.ranks[rank] = true;
+  if (w.count++ == 0) {
+    w.since = Clock::now();
+    w.warned = false;
+    waiting_slots_.insert(slot);
+  }
+}
+
+void Coordinator::RecordInvalid(int32_t slot, int64_t epoch) {
+  if (slot < 0 || slot >= cache_.capacity() || epoch < slot_changed_[slot] || !cache_.used(slot)) {
+    return;
+  }
+  cache_.Erase(slot);
+  erased_.push_back(slot);
+}
+
+void Coordinator::RecordRequest(const Request& q) {
+  if (q.type == OpType::kJoin) {
+    joined_.insert(q.rank);
+    last_joined_ = q.rank;
+    return;
+  }
+  auto it = table_.find(q.name);
+  if (it == table_.end()) {
+    Pending p;
+    p.seen.assign(static_cast<size_t>(size_), false);
+    p.since = Clock::now();
+    it = table_.emplace(q.name, std::move(p)).first;
+    arrival_order_.push_back(q.name);
+  }
+  Pending& p = it->second;
+  if (p.seen[q.rank]) return;  // duplicate from a confused peer: ignore
+  p.seen[q.rank] = true;
+  p.requests.push_back(q);
+  if (timeline_ && timeline_->active()) {
+    if (p.requests.size() == 1) timeline_->NegotiateStart(q.name, q.type);
+    timeline_->NegotiateRankReady(q.name, q.rank);
+  }
+}
+
+Response Coordinator::Decided(const std::string& name) {
+  Pending p = std::move(table_.at(name));
+  table_.erase(name);
+  if (timeline_ && timeline_->active()) timeline_->NegotiateEnd(name);
+  return DecideResponse(name, std::move(p.requests), joined_, size_);
+}
+
+void Coordinator::Erase(int32_t slot, int64_t seq, std::vector<Action>* out) {
+  slot_changed_[slot] = seq;
+  waits_[slot] = SlotWait();
+  waiting_slots_.erase(slot);
+  Action a;
+  a.kind = Action::kErase;
+  a.slot = slot;
+  out->push_back(std::move(a));
+}
+
+void Coordinator::AddFull(int64_t seq, Response r, const Request& ref, std::vector<Action>* out) {
+  Action a;
+  a.kind = Action::kRun;
+  if (Cacheable(r) && cache_.capacity() > 0) {
+    int evicted = -1;
+    a.slot = cache_.Put(r, ref, &evicted);
+    if (evicted >= 0) Erase(evicted, seq, out);
+    slot_changed_[a.slot] = seq;
+    waits_[a.slot] = SlotWait();
+    waiting_slots_.erase(a.slot);
+  }
+  a.response = std::move(r);
+  out->push_back(std::move(a));
+}
+
+void Coordinator::DecideFull(int64_t seq, std::vector<Action>* out, int64_t* bytes) {
+  std::vector<std::string> keep;
+  keep.reserve(arrival_order_.size());
+  auto emit = [&](const std::string& name) {
+    const Request ref = table_.at(name).requests.front();
+    Response r = Decided(name);
+    if (r.error_code == Code::kOk) *bytes += ResponseBytes(r, size_);
+    AddFull(seq, std::move(r), ref, out);
+  };
+  for (auto& name : arrival_order_) {
+    auto it = table_.find(name);
+    if (it == table_.end()) continue;  // failed by the stall inspector
+    const Pending& p = it->second;
+    int count = static_cast<int>(p.requests.size());
+    for (int r : joined_) count += p.seen[r] ? 0 : 1;
+    if (count < size_) {
+      keep.push_back(std::move(name));
+      continue;
+    }
+    const Request& first = p.requests.front();
+    if (first.group.empty() || first.group_size <= 1) {
+      emit(name);
+      continue;
+    }
+    // Grouped: hold members until the whole group is ready, then emit together.
+    const std::string group = first.group;
+    auto& members = group_ready_[group];
+    members.push_back(name);
+    if (static_cast<int>(members.size()) >= first.group_size) {
+      for (const auto& m : members) emit(m);
+      group_ready_.erase(group);
+    }
+  }
+  arrival_order_ = std::move(keep);
+  if (!joined_.empty() && static_cast<int>(joined_.size()) == size_) {
+    Response r;
+    r.type = OpType::kJoin;
+    r.names = {"join." + std::to_string(set_id_)};
+    r.last_joined = last_joined_;
+    AddFull(seq, std::move(r), Request(), out);
+    joined_.clear();
+  }
+}
+
+bool Coordinator::SlotReady(int32_t slot) const {
+  const SlotWait& w = waits_[slot];
+  int count = w.count;
+  for (int r : joined_) count += w.ranks[r] ? 0 : 1;
+  return count >= size_;
+}
+
+void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
+  Action run;
+  run.kind = Action::kRunCached;
+  run.ranks.assign(joined_.begin(), joined_.end());
+  for (auto it = waiting_slots_.begin(); it != waiting_slots_.end();) {
+    const int32_t slot = *it;
+    if (!SlotReady(slot)) {
+      ++it;
+      continue;
+    }
+    const Response& r = *cache_.response(slot);
+    if (!joined_.empty() && r.type != OpType::kAllreduce) {
+      // Joined ranks hold no entry for it: fail it as a fresh request would.
+      out->push_back(Action());
+      out->back().kind = Action::kRun;
+      out->back().response = DecideResponse(r.names[0], {cache_.request(slot)}, joined_, size_);
+    } else {
+      run.slots.push_back(slot);
+      *bytes += ResponseBytes(r, size_);
+      cache_.Touch(slot);
+    }
+    waits_[slot] = SlotWait();
+    it = waiting_slots_.erase(it);
+  }
+  if (!run.slots.empty()) out->push_back(std::move(run));
+}
+
+void Coordinator::CheckStalls(std::vector<Action>* out) {
+  if (!stalls_.Due(Clock::now())) return;
+  auto detail = [this](const std::vector<int>& who, const std::string& tensor) {
+    return std::function<std::string()>(
+        [this, who, tensor] { return describe_ ? describe_(who, tensor) : std::string(); });
+  };
+  auto missing = [&](const std::vector<bool>& has, bool allreduce) {
+    std::vector<int> m;
+    for (int r = 0; r < size_; ++r) {
+      if (!has[r] && !(allreduce && joined_.count(r))) m.push_back(r);
+    }
+    return m;
+  };
+  for (const auto& name : arrival_order_) {
+    auto it = table_.find(name);
+    if (it == table_.end()) continue;
+    Pending& p = it->second;
+    const OpType type = p.requests.front().type;
+    std::string error;
+    const std::vector<int> who = missing(p.seen, type == OpType::kAllreduce);
+    if (stalls_.Inspect(name, type, p.since, who, &p.warned, &error, detail(who, name))) {
+      out->push_back(Action());
+      out->back().response = ErrorResponse(type, name, Code::kTimeout, error);
+      table_.erase(it);
+    }
+  }
+  for (auto it = waiting_slots_.begin(); it != waiting_slots_.end();) {
+    SlotWait& w = waits_[*it];
+    const Response& r = *cache_.response(*it);
+    std::string error;
+    const std::vector<int> who = missing(w.ranks, r.type == OpType::kAllreduce);
+    if (stalls_.Inspect(r.names[0], r.type, w.since, who, &w.warned, &error,
+                        detail(who, r.names[0]))) {
+      out->push_back(Action());
+      out->back().response = ErrorResponse(r.type, r.names[0], Code::kTimeout, error);
+      waits_[*it] = SlotWait();
+      it = waiting_slots_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  stalls_.Flush();
+}
+
+bool Coordinator::Decide(Decision* out) {
+  if (stopped_) return false;
+  const int64_t seq = seq_ + 1;
+  std::vector<Action> actions;
+  if (!lost_ranks_.empty()) {
+    Action a;
+    a.kind = Action::kPeerLost;
+    a.ranks = lost_ranks_;
+    a.error = lost_error_;
+    actions.push_back(std::move(a));
+    stopped_ = true;
+  } else {
+    for (int32_t slot : erased_) Erase(slot, seq, &actions);
+    erased_.clear();
+    int64_t bytes = 0;
+    DecideFull(seq, &actions, &bytes);
+    DecideCached(&actions, &bytes);
+    CheckStalls(&actions);
+    if (autotuner_ && autotuner_->Record(bytes)) {
+      Action a;
+      a.kind = Action::kParams;
+      a.params = autotuner_->params();
+      actions.push_back(std::move(a));
+    }
+    if (!shutdown_ranks_.empty()) {
+      Action a;
+      a.kind = Action::kShutdown;
+      a.ranks = shutdown_ranks_;
+      actions.push_back(std::move(a));
+      stopped_ = true;
+    }
+  }
+  if (actions.empty()) return false;
+  seq_ = seq;
+  out->seq = seq;
+  out->actions = std::move(actions);
+  return true;
+}
+
+Coordinator::Clock::time_point Coordinator::next_check() const {
+  if (table_.empty() && waiting_slots_.empty()) return Clock::time_point::max();
+  return stalls_.next();
+}
+
+}  // namespace hvd

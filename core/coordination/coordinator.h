@@ -1,0 +1,103 @@
+// The coordinator of one process set (its rank 0): collects the members'
+// reports, decides which collectives are ready on every rank (or fail), and
+// emits Decisions that every member applies in the same order. It owns the
+// authoritative response cache (slot assignment, LRU eviction) and the
+// stall inspector, which sees every waiting tensor, cached or not, and names
+// the ranks that have not submitted it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/common/config.h"
+#include "core/coordination/protocol.h"
+#include "core/coordination/response_cache.h"
+#include "core/coordination/stall_inspector.h"
+
+namespace hvd {
+
+class Autotuner;
+class Timeline;
+
+class Coordinator {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Coordinator(int size, int32_t set_id, const Config& config);
+
+  void set_timeline(Timeline* t) { timeline_ = t; }
+  // Says what the given ranks (of the set) are doing about `tensor`, for the
+  // error of a tensor that missed its deadline (liveness probes).
+  using Describe = std::function<std::string(const std::vector<int>&, const std::string&)>;
+  void set_describe(Describe d) { describe_ = std::move(d); }
+  void set_autotuner(Autotuner* a) { autotuner_ = a; }
+
+  // A member's report (its rank within the set). An error means the peer
+  // sent something malformed.
+  Status OnReport(int rank, Report report);
+  // The control link to `rank` broke: every member is told, and the set stops.
+  void OnPeerLost(int rank, const std::string& why);
+  // Everything decided since the last call, if anything.
+  bool Decide(Decision* out);
+
+  // When Decide should run again even without a report (stall checks).
+  Clock::time_point next_check() const;
+  bool stopped() const { return stopped_; }
+
+ private:
+  struct SlotWait {
+    std::vector<bool> ranks;  // which ranks reported a hit
+    int count = 0;
+    Clock::time_point since;
+    bool warned = false;
+  };
+  struct Pending {
+    std::vector<Request> requests;  // in arrival order
+    std::vector<bool> seen;         // by rank
+    Clock::time_point since;
+    bool warned = false;
+  };
+
+  void RecordHit(int rank, int32_t slot, int64_t epoch);
+  void RecordInvalid(int32_t slot, int64_t epoch);
+  void RecordRequest(const Request& q);
+  void DecideFull(int64_t seq, std::vector<Action>* out, int64_t* bytes);
+  void DecideCached(std::vector<Action>* out, int64_t* bytes);
+  void AddFull(int64_t seq, Response r, const Request& ref, std::vector<Action>* out);
+  void Erase(int32_t slot, int64_t seq, std::vector<Action>* out);
+  bool SlotReady(int32_t slot) const;
+  void CheckStalls(std::vector<Action>* out);
+  Response Decided(const std::string& name);
+
+  int size_;
+  int32_t set_id_;
+  const Config& config_;
+  Timeline* timeline_ = nullptr;
+  Autotuner* autotuner_ = nullptr;
+  Describe describe_;
+  int64_t seq_ = 0;
+  bool stopped_ = false;
+
+  ResponseCache cache_;
+  std::vector<int64_t> slot_changed_;  // decision seq of the last put/erase, by slot
+  std::vector<SlotWait> waits_;        // by slot
+  std::set<int32_t> waiting_slots_;    // slots with count > 0, in slot order
+  std::vector<int32_t> erased_;        // by invalidation, not yet announced
+
+  std::unordered_map<std::string, Pending> table_;
+  std::vector<std::string> arrival_order_;
+  std::map<std::string, std::vector<std::string>> group_ready_;
+  std::set<int32_t> joined_;
+  int32_t last_joined_ = -1;
+  std::vector<int32_t> shutdown_ranks_;
+  std::vector<int32_t> lost_ranks_;
+  std::string lost_error_;
+  StallInspector stalls_;
+};
+
+}  // namespace hvd

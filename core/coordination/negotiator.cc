@@ -1,0 +1,117 @@
+#include "core/coordination/negotiator.h"
+
+#include <algorithm>
+
+namespace hvd {
+
+Negotiator::Negotiator(int cache_capacity)
+    : cache_(cache_capacity), hits_(static_cast<size_t>(std::max(0, cache_capacity)), nullptr) {}
+
+bool Negotiator::Cacheable(OpType t) {
+  return t == OpType::kAllreduce || t == OpType::kAllgather || t == OpType::kBroadcast ||
+         t == OpType::kAlltoall || t == OpType::kReducescatter;
+}
+
+void Negotiator::Add(const std::vector<const Request*>& requests) {
+  for (const Request* q : requests) {
+    int pos = -1;
+    const auto state = cache_.capacity() > 0 && Cacheable(q->type) ? cache_.Lookup(*q, &pos)
+                                                                   : ResponseCache::State::kMiss;
+    if (state == ResponseCache::State::kHit && hits_[static_cast<size_t>(pos)] == nullptr) {
+      hits_[static_cast<size_t>(pos)] = q;
+      ++pending_hits_;
+      report_.hits.push_back(pos);
+      continue;
+    }
+    if (state == ResponseCache::State::kInvalid) report_.invalid.push_back(pos);
+    report_.requests.push_back(*q);
+    outstanding_[q->name] = q;
+  }
+}
+
+void Negotiator::Renegotiate(const Request* q) {
+  report_.requests.push_back(*q);
+  outstanding_[q->name] = q;
+}
+
+bool Negotiator::TakeReport(Report* out) {
+  if (report_.empty()) return false;
+  report_.epoch = epoch_;
+  *out = std::move(report_);
+  report_ = Report();
+  return true;
+}
+
+Status Negotiator::Apply(const Decision& d, Applied* out) {
+  for (const Action& a : d.actions) {
+    switch (a.kind) {
+      case Action::kRunCached:
+        for (int32_t slot : a.slots) {
+          if (!cache_.used(slot)) {
+            return Status::Internal("negotiation: decision " + std::to_string(d.seq) +
+                                    " runs cache slot " + std::to_string(slot) +
+                                    ", which this rank does not hold");
+          }
+          ResponsePtr r = cache_.response(slot);
+          if (!a.ranks.empty()) {  // joined ranks contribute zeros
+            auto copy = std::make_shared<Response>(*r);
+            copy->joined_ranks = a.ranks;
+            r = std::move(copy);
+          }
+          const Request*& mine = hits_[static_cast<size_t>(slot)];
+          if (mine != nullptr) {
+            mine = nullptr;
+            --pending_hits_;
+          }
+          out->runs.push_back(std::move(r));
+        }
+        break;
+      case Action::kRun: {
+        const std::string& name = a.response.names.empty() ? std::string() : a.response.names[0];
+        auto it = outstanding_.find(name);
+        if (it != outstanding_.end()) {
+          if (a.slot >= 0) cache_.PutAt(a.slot, a.response, *it->second);
+          outstanding_.erase(it);
+        } else {
+          // An error for a tensor this rank holds as a cache hit (stalled,
+          // or refused while ranks are joined).
+          const int slot = cache_.Find(name);
+          if (slot >= 0 && hits_[static_cast<size_t>(slot)] != nullptr) {
+            hits_[static_cast<size_t>(slot)] = nullptr;
+            --pending_hits_;
+          }
+        }
+        out->runs.push_back(std::make_shared<const Response>(a.response));
+        break;
+      }
+      case Action::kErase: {
+        if (a.slot < 0 || a.slot >= cache_.capacity()) break;
+        cache_.Erase(a.slot);
+        const Request*& mine = hits_[static_cast<size_t>(a.slot)];
+        if (mine != nullptr) {
+          Renegotiate(mine);
+          mine = nullptr;
+          --pending_hits_;
+        }
+        break;
+      }
+      case Action::kParams:
+        out->params_changed = true;
+        out->params = a.params;
+        break;
+      case Action::kShutdown:
+        out->shutdown = true;
+        out->shutdown_ranks = a.ranks;
+        break;
+      case Action::kPeerLost:
+        out->lost = Status::PeerLost(a.error);
+        break;
+      default:
+        break;
+    }
+  }
+  epoch_ = d.seq;
+  return Status::OK();
+}
+
+}  // namespace hvd

@@ -1,0 +1,35 @@
+#include "core/runtime/build_info.h"
+
+#include "core/backends/registry.h"
+
+namespace hvd {
+
+bool BackendBuilt(BackendChoice backend) {
+  return FindBackend(backend) != nullptr;
+}
+
+bool CudaBuilt() {
+#ifdef HVD_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool NcclBuilt() {
+#ifdef HVD_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool MpiThreadMultiple() {
+#ifdef HVD_HAVE_MPI
+  return MpiThreadsSupported();
+#else
+  return false;
+#endif
+}
+
+}  // namespace hvd

@@ -1,0 +1,18 @@
+// What this libhvd was built with and runs on, for hvd_*_built and
+// hvd_mpi_threads_supported: the C layer asks here instead of reaching into
+// the backends.
+#pragma once
+
+#include "core/common/config.h"
+
+namespace hvd {
+
+// Whether the backend is compiled into this build.
+bool BackendBuilt(BackendChoice backend);
+bool CudaBuilt();
+bool NcclBuilt();
+// MPI was initialised with MPI_THREAD_MULTIPLE (meaningful once the MPI
+// backend has been created).
+bool MpiThreadMultiple();
+
+}  // namespace hvd

@@ -1,0 +1,455 @@
+#include "core/runtime/set_loop.h"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/common/logging.h"
+#include "core/ops/op.h"
+#include "core/runtime/runtime.h"
+#ifdef HVD_HAVE_CUDA
+#include "core/gpu/gpu_exec.h"
+#endif
+
+namespace hvd {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+// A burst of submissions ends when none came for this long.
+constexpr microseconds kBurstQuiet{10};
+// Polling a channel that cannot wake the loop (MPI): right after activity
+// the loop only yields (a decision usually follows within microseconds),
+// then sleeps in doubling naps up to a cap that grows when the wait is long.
+constexpr microseconds kSpin{50};
+constexpr microseconds kFirstNap{5};
+constexpr microseconds kNapCap{200};
+constexpr microseconds kLongNapCap{1000};
+constexpr milliseconds kLongWait{20};
+// An idle coordinator over MPI still drains its channel this often, so a
+// member's shutdown (or a stall report) is answered without local work.
+constexpr milliseconds kIdleTick{100};
+
+bool IsFatal(Code c) {
+  return c == Code::kPeerLost || c == Code::kBackend || c == Code::kTimeout;
+}
+
+std::string JoinRanks(const std::vector<int32_t>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+}  // namespace
+
+ProcessSet::ProcessSet() = default;
+ProcessSet::~ProcessSet() = default;
+
+SetLoop::SetLoop(Runtime& runtime, ProcessSet& ps, const TunedParams& params)
+    : runtime_(runtime),
+      ps_(ps),
+      params_(params),
+      negotiator_(runtime.config().cache_capacity),
+      nap_(kFirstNap) {
+  if (ps_.rank() == 0) {
+    coordinator_ = std::make_unique<Coordinator>(ps_.size(), ps_.id, runtime.config());
+    coordinator_->set_timeline(&runtime.timeline());
+    coordinator_->set_describe([this](const std::vector<int>& ranks, const std::string& tensor) {
+      return runtime_.DescribeRanks(ps_, ranks, tensor);
+    });
+    if (ps_.id == 0) coordinator_->set_autotuner(runtime.autotuner());
+  }
+  ps_.data_comm->SetAllreduceChunkBytes(params_.allreduce_chunk_bytes);
+}
+
+SetLoop::~SetLoop() {
+  RequestStop();
+  Join();
+}
+
+void SetLoop::Start() {
+  thread_ = std::thread(&SetLoop::Run, this);
+}
+
+void SetLoop::RequestStop(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_reason_.ok()) stop_reason_ = why;
+  }
+  stop_requested_ = true;
+  ps_.queue.Wake();
+}
+
+void SetLoop::Abandon(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_reason_ = why;
+  }
+  abandoned_ = true;
+  ps_.queue.Wake();
+}
+
+void SetLoop::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+SetLoop::Activity SetLoop::activity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return activity_;
+}
+
+void SetLoop::SetActivity(const Response* r, const std::vector<TensorEntry*>& entries) {
+  std::lock_guard<std::mutex> lock(mu_);
+  activity_ = Activity();
+  if (!r) return;
+  activity_.executing = true;
+  activity_.what =
+      std::string(OpTypeName(r->type)) + " of '" + r->names[0] + "'" +
+      (r->names.size() > 1 ? " (+" + std::to_string(r->names.size() - 1) + " fused)" : "");
+  activity_.since = Clock::now();
+  activity_.names = r->names;
+  for (const TensorEntry* e : entries) {
+    if (!e) continue;
+    activity_.since = std::min(activity_.since, e->enqueued);
+    activity_.handles.push_back(e->handle);
+  }
+}
+
+void SetLoop::FailInFlight(const Status& s) {
+  std::vector<std::shared_ptr<HandleState>> handles;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handles.swap(activity_.handles);
+  }
+  for (auto& h : handles) h->Complete(s);
+}
+
+std::string SetLoop::Describe(const std::string& tensor) const {
+  const auto now = Clock::now();
+  auto secs = [&](Clock::time_point t) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - t).count()) + " s";
+  };
+  std::string line;
+  bool in_flight = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (activity_.executing) line = "executing " + activity_.what + " for " + secs(activity_.since);
+    const auto& n = activity_.names;
+    in_flight = std::find(n.begin(), n.end(), tensor) != n.end();
+  }
+  if (finished_.load()) line = "its background loop has ended";
+  Clock::time_point since;
+  if (!tensor.empty() && !in_flight) {
+    line += (line.empty() ? "" : "; ") + (ps_.queue.PendingSince(tensor, &since)
+                                              ? "has '" + tensor + "' pending for " + secs(since)
+                                              : "has not submitted '" + tensor + "'");
+  }
+  const size_t pending = ps_.queue.PendingCount();
+  if (line.empty()) line = pending ? "waiting for a decision" : "idle";
+  return line + " (" + std::to_string(pending) + " operations pending)";
+}
+
+void SetLoop::Run() {
+#ifdef __linux__
+  // Naps of a few microseconds should last that long, not the default
+  // 50 us timer slack.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
+  last_activity_ = Clock::now();
+  Status fatal;
+  bool stop = false;
+  while (!stop) {
+    fatal = Step(&stop);
+    if (!fatal.ok()) break;
+    if (!stop) Wait();
+  }
+  const Status final_status = FinalStatus(Explain(fatal));
+  if (!fatal.ok()) {
+    HVD_LOG(kError) << "process set " << ps_.id << ": background loop stopped: " << fatal.message();
+  }
+  ps_.queue.Close(final_status);
+  finished_ = true;
+  runtime_.OnSetFinished(ps_, final_status);
+}
+
+Status SetLoop::Step(bool* stop) {
+  if (abandoned_.load()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_reason_;
+  }
+  bool busy = false;
+  if (stop_requested_.load() && !stop_reported_) {
+    negotiator_.RequestShutdown();
+    stop_reported_ = busy = true;
+  }
+  if (ps_.queue.HasRequests()) {
+    ps_.queue.WaitForBurstEnd(
+        kBurstQuiet, std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double, std::milli>(params_.cycle_time_ms)));
+    negotiator_.Add(ps_.queue.PopRequests());
+    busy = true;
+  }
+  Report report;
+  if (negotiator_.TakeReport(&report)) HVD_RETURN_IF_ERROR(Send(report));
+  std::vector<Decision> decisions;
+  HVD_RETURN_IF_ERROR(ReceiveMessages(&decisions));
+  if (coordinator_) HVD_RETURN_IF_ERROR(Coordinate(&decisions));
+  for (const Decision& d : decisions) {
+    HVD_RETURN_IF_ERROR(ApplyDecision(d, stop));
+    if (*stop) break;
+  }
+  if (busy || !decisions.empty()) {
+    last_activity_ = Clock::now();
+    nap_ = kFirstNap;
+  }
+  return Status::OK();
+}
+
+Status SetLoop::Send(const Report& report) {
+  if (coordinator_) return coordinator_->OnReport(0, report);
+  return ps_.channel->Send(0, EncodeReport(report));
+}
+
+Status SetLoop::ReceiveMessages(std::vector<Decision>* decisions) {
+  if (ps_.size() == 1) return Status::OK();
+  std::vector<ChannelMessage> msgs;
+  HVD_RETURN_IF_ERROR(ps_.channel->Receive(&msgs));
+  for (auto& m : msgs) {
+    if (m.lost) {
+      if (!coordinator_) return Status::PeerLost(m.bytes);
+      coordinator_->OnPeerLost(m.from, m.bytes);
+      continue;
+    }
+    if (coordinator_) {
+      Report r;
+      Status s = DecodeReport(m.bytes, &r);
+      if (s.ok()) s = coordinator_->OnReport(m.from, std::move(r));
+      if (!s.ok())
+        return Status::Internal(s.message() + " (from " + ps_.channel->PeerName(m.from) + ")");
+    } else {
+      decisions->emplace_back();
+      HVD_RETURN_IF_ERROR(DecodeDecision(m.bytes, &decisions->back()));
+    }
+  }
+  if (!msgs.empty()) last_activity_ = Clock::now();
+  return Status::OK();
+}
+
+Status SetLoop::Coordinate(std::vector<Decision>* decisions) {
+  Decision d;
+  while (coordinator_->Decide(&d)) {
+    if (ps_.size() > 1) {
+      const std::string bytes = EncodeDecision(d);
+      for (int r = 1; r < ps_.size(); ++r) {
+        Status s = ps_.channel->Send(r, bytes);
+        if (s.code() == Code::kPeerLost) {
+          coordinator_->OnPeerLost(r, s.message());  // announced in the next decision
+        } else {
+          HVD_RETURN_IF_ERROR(s);
+        }
+      }
+    }
+    decisions->push_back(std::move(d));
+    d = Decision();
+  }
+  return Status::OK();
+}
+
+Status SetLoop::ApplyDecision(const Decision& d, bool* stop) {
+  Applied a;
+  HVD_RETURN_IF_ERROR(negotiator_.Apply(d, &a));
+  if (!a.runs.empty()) {
+    Timeline& tl = runtime_.timeline();
+    if (tl.active()) tl.MarkCycleStart();
+    const auto fused = FuseResponses(a.runs, params_.fusion_threshold_bytes, ps_.size(),
+                                     ps_.data_comm->fusion_solo_bytes());
+    for (const auto& r : fused) HVD_RETURN_IF_ERROR(Execute(r));
+  }
+  if (a.params_changed) {
+    params_ = a.params;
+    ps_.data_comm->SetAllreduceChunkBytes(params_.allreduce_chunk_bytes);
+  }
+  Report report;
+  if (negotiator_.TakeReport(&report)) HVD_RETURN_IF_ERROR(Send(report));
+  if (!a.lost.ok()) return a.lost;
+  if (a.shutdown) {
+    stop_ranks_ = a.shutdown_ranks;
+    *stop = true;
+  }
+  return Status::OK();
+}
+
+void SetLoop::Wait() {
+  const auto now = Clock::now();
+  const bool polling = ps_.channel && ps_.channel->needs_polling();
+  Clock::duration timeout = Clock::duration::max();
+  if (polling && negotiator_.waiting()) {
+    if (now - last_activity_ < kSpin) {
+      std::this_thread::yield();
+      return;
+    }
+    timeout = nap_;
+    const auto cap = now - last_activity_ > kLongWait ? kLongNapCap : kNapCap;
+    nap_ = std::min<Clock::duration>(nap_ * 2, cap);
+  } else if (polling && coordinator_) {
+    timeout = kIdleTick;
+  }
+  if (coordinator_) {
+    const auto check = coordinator_->next_check();
+    if (check != Clock::time_point::max()) timeout = std::min(timeout, check - now);
+  }
+  if (ps_.queue.Sleeping(true)) return;
+  fds_.clear();
+  if (ps_.channel) ps_.channel->PollFds(&fds_);
+  std::vector<pollfd> p;
+  p.reserve(fds_.size() + 1);
+  p.push_back({ps_.queue.event_fd(), POLLIN, 0});
+  for (const auto& f : fds_) {
+    p.push_back({f.fd, static_cast<short>(POLLIN | (f.want_write ? POLLOUT : 0)), 0});
+  }
+  timespec ts{};
+  const bool bounded = timeout != Clock::duration::max();
+  if (bounded) {
+    const auto ns =
+        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count());
+    ts.tv_sec = static_cast<time_t>(ns / 1000000000);
+    ts.tv_nsec = static_cast<long>(ns % 1000000000);
+  }
+  ::ppoll(p.data(), p.size(), bounded ? &ts : nullptr, nullptr);
+  ps_.queue.Sleeping(false);
+}
+
+// A lost peer seen second-hand (a connection reset by a rank that was
+// itself leaving) names the wrong rank, and a backend's timeout names none:
+// ask everyone who is really gone or silent.
+Status SetLoop::Explain(const Status& fatal) {
+  const bool explain = fatal.code() == Code::kPeerLost || fatal.code() == Code::kTimeout;
+  if (!explain || abandoned_.load()) return fatal;
+  if (fatal.message() == explained_.first.message()) return explained_.second;  // probed already
+  const std::string who = runtime_.DescribeGone(ps_);
+  explained_ = {fatal, who.empty() ? fatal : Status(fatal.code(), fatal.message() + "; " + who)};
+  return explained_.second;
+}
+
+Status SetLoop::FinalStatus(const Status& fatal) const {
+  {
+    // The watchdog's verdict wins over the error it provoked by aborting.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (abandoned_.load() && !stop_reason_.ok()) return stop_reason_;
+  }
+  if (!fatal.ok()) return fatal;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_reason_.ok()) return stop_reason_;
+  }
+  std::vector<int32_t> others;  // world ranks, as users know them
+  for (int32_t r : stop_ranks_) {
+    if (r != ps_.rank() && r >= 0 && r < ps_.size()) others.push_back(ps_.ranks[r]);
+  }
+  if (stop_reported_ || others.empty()) {
+    return Status::ShutDown("hvd has been shut down on this rank");
+  }
+  Status s = Status::ShutDown(
+      "hvd was shut down by rank" + std::string(others.size() > 1 ? "s " : " ") +
+      JoinRanks(others) +
+      " (hvd_shutdown called or the process exiting there); this rank's pending and later "
+      "operations cannot run");
+  // Only news when it costs this rank something: a set removed, or a job
+  // ending, with nothing pending here is the normal way out.
+  if (ps_.queue.PendingCount() > 0) {
+    HVD_LOG(kWarning) << s.message();
+  }
+  return s;
+}
+
+Status SetLoop::RunCollective(const Response& response, std::vector<TensorEntry*>& entries) {
+  Timeline& timeline = runtime_.timeline();
+  ExecContext ctx;
+  ctx.comm = ps_.data_comm.get();
+  ctx.fusion = &ps_.fusion;
+  ctx.set_id = ps_.id;
+  const bool traced = timeline.active();
+  if (traced) {
+    ctx.timeline = &timeline;
+    for (auto* e : entries) {
+      if (!e) continue;
+      timeline.OpStart(e->request.name, response.type);
+      timeline.ActivityStart(e->request.name, "QUEUE", e->enqueued);
+      timeline.ActivityEnd(e->request.name);
+    }
+  }
+  SetActivity(&response, entries);
+  Status s;
+  const Executor exec = FindExecutor(response);
+  if (!exec) {
+    s = Status::Unsupported(std::string("no executor for ") + OpTypeName(response.type));
+#ifdef HVD_HAVE_CUDA
+  } else if (response.device.kind == DeviceKind::kCUDA) {
+    // Picks hvd's stream, the GPU communicator and device memory ops.
+    s = ExecuteOnGpu(ps_.Gpu(runtime_.config()), response, entries, ctx, exec);
+#endif
+  } else {
+    s = exec(ctx, response, entries);
+  }
+  SetActivity(nullptr, {});
+  if (traced) {
+    for (auto* e : entries) {
+      if (e) timeline.OpEnd(e->request.name, e->request.dtype, e->request.shape);
+    }
+  }
+  return s;
+}
+
+Status SetLoop::Execute(const Response& response) {
+  const size_t n = response.names.size();
+  std::vector<TensorQueue::Taken> taken(n);
+  std::vector<TensorEntry*> entries(n, nullptr);
+  const bool missing = ps_.queue.Take(response.names, taken.data(), entries.data()) < n;
+  auto complete = [&](const Status& s) {
+    std::vector<HandleState*> states;
+    states.reserve(n);
+    for (auto* e : entries) {
+      if (e) states.push_back(e->handle.get());
+    }
+    HandleState::CompleteAll(states, s);
+  };
+  if (response.error_code != Code::kOk) {
+    complete(Status(response.error_code, response.error));
+    return Status::OK();
+  }
+  switch (response.type) {
+    case OpType::kJoin:
+      for (auto* e : entries) {
+        if (e) e->handle->result().value = response.last_joined;
+      }
+      complete(Status::OK());
+      return Status::OK();
+    case OpType::kAddProcessSet:
+    case OpType::kRemoveProcessSet:
+      return runtime_.ApplyProcessSetChange(response, entries[0]);
+    default:
+      break;
+  }
+  const bool joined = std::find(response.joined_ranks.begin(), response.joined_ranks.end(),
+                                ps_.rank()) != response.joined_ranks.end();
+  if (missing && !(response.type == OpType::kAllreduce && joined)) {
+    // Every rank agreed to run this; without the entry this rank cannot take
+    // part, and the others would wait forever.
+    Status s = Status::Internal("no local tensor for negotiated " +
+                                std::string(OpTypeName(response.type)) + " of '" +
+                                response.names[0] + "'");
+    complete(s);
+    return s;
+  }
+  Status s = RunCollective(response, entries);
+  if (IsFatal(s.code())) s = Explain(s);  // before the callers see it
+  complete(s);
+  return IsFatal(s.code()) ? s : Status::OK();
+}
+
+}  // namespace hvd

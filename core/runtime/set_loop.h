@@ -1,0 +1,103 @@
+// The background loop of one process set on one rank. It sleeps until
+// something happens — a local submission, a message on the set's channel,
+// a due timer — then reports new work to the coordinator, applies the
+// coordinator's decisions and executes the collectives they name, in order.
+// Nothing runs while nothing is pending: no cycles, no collectives, no
+// polling on channels that can wake the loop themselves; over MPI, which
+// cannot, it polls only while it waits for a decision.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/coordination/coordinator.h"
+#include "core/coordination/negotiator.h"
+#include "core/observability/autotune/tuned_params.h"
+#include "core/runtime/process_set.h"
+
+namespace hvd {
+
+class Runtime;
+
+class SetLoop {
+ public:
+  // `ps` must be a member set with its comms and channel open.
+  SetLoop(Runtime& runtime, ProcessSet& ps, const TunedParams& params);
+  ~SetLoop();
+  SetLoop(const SetLoop&) = delete;
+  SetLoop& operator=(const SetLoop&) = delete;
+
+  void Start();
+  // Asks the set to shut down (negotiated, so no member is left inside a
+  // collective); `why` replaces the final status when not OK.
+  void RequestStop(const Status& why = Status::OK());
+  // Ends the loop at its next step without negotiating (a coordinator that
+  // does not answer), failing what is pending with `why`.
+  void Abandon(const Status& why);
+  void Join();
+  bool finished() const { return finished_.load(); }
+
+  // What the loop is executing, for the watchdog and for liveness probes.
+  struct Activity {
+    bool executing = false;
+    std::string what;  // "allreduce of 'grad.3'" while executing
+    // The oldest submission among the tensors in flight: their deadline runs
+    // from there.
+    std::chrono::steady_clock::time_point since;
+    std::vector<std::string> names;
+    std::vector<std::shared_ptr<HandleState>> handles;
+  };
+  Activity activity() const;
+  // Fails the handles of the collective in flight (the watchdog, when it
+  // cannot complete), each once.
+  void FailInFlight(const Status& s);
+  // One line for a liveness probe: what this rank is doing in this set, and
+  // whether it holds `tensor`.
+  std::string Describe(const std::string& tensor) const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void Run();
+  Status Step(bool* stop);
+  void Wait();
+  Status Send(const Report& report);
+  Status ReceiveMessages(std::vector<Decision>* decisions);
+  Status Coordinate(std::vector<Decision>* decisions);
+  Status ApplyDecision(const Decision& d, bool* stop);
+  // Takes this rank's entries of a (fused) response and runs it; the status
+  // is fatal only when the set cannot go on.
+  Status Execute(const Response& response);
+  // The collective itself, traced and visible to the watchdog.
+  Status RunCollective(const Response& response, std::vector<TensorEntry*>& entries);
+  Status FinalStatus(const Status& fatal) const;
+  void SetActivity(const Response* r, const std::vector<TensorEntry*>& entries);
+  Status Explain(const Status& fatal);
+
+  Runtime& runtime_;
+  ProcessSet& ps_;
+  TunedParams params_;
+  Negotiator negotiator_;
+  std::unique_ptr<Coordinator> coordinator_;  // rank 0 of the set only
+  std::thread thread_;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> abandoned_{false};
+  std::atomic<bool> finished_{false};
+  bool stop_reported_ = false;
+  Status stop_reason_;               // from RequestStop (under mu_)
+  std::vector<int32_t> stop_ranks_;  // who asked, per the coordinator
+  Clock::time_point last_activity_;
+  Clock::duration nap_;
+  std::vector<ControlChannel::PollFd> fds_;
+  std::pair<Status, Status> explained_;  // the last fatal error and what probes added
+
+  mutable std::mutex mu_;  // guards activity_ and stop_reason_
+  Activity activity_;
+};
+
+}  // namespace hvd

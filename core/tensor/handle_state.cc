@@ -1,0 +1,77 @@
+#include "core/tensor/handle_state.h"
+
+namespace hvd {
+
+bool HandleState::Finish(const Status& s, bool* wake, Callback* cb, Status* final_status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_) return false;
+  if (!s.ok() && status_.ok()) status_ = s;
+  if (--pending_ > 0) return false;
+  done_ = true;
+  *final_status = status_;
+  *cb = std::move(callback_);
+  *wake = waiters_ > 0;
+  return true;
+}
+
+void HandleState::Complete(const Status& s) {
+  Callback cb;
+  Status final_status;
+  bool wake = false;
+  if (!Finish(s, &wake, &cb, &final_status)) return;
+  if (wake) cv_.notify_all();
+  // Outside the lock: the callback may poll or release its own handle.
+  if (cb) cb(id_, final_status);
+}
+
+void HandleState::CompleteAll(const std::vector<HandleState*>& states, const Status& s) {
+  struct Done {
+    HandleState* state;
+    bool wake;
+    Callback cb;
+    Status status;
+  };
+  std::vector<Done> done;
+  done.reserve(states.size());
+  for (HandleState* h : states) {
+    Done d{h, false, nullptr, Status()};
+    if (h && h->Finish(s, &d.wake, &d.cb, &d.status)) done.push_back(std::move(d));
+  }
+  for (auto& d : done) {
+    if (d.wake) d.state->cv_.notify_all();
+  }
+  for (auto& d : done) {
+    if (d.cb) d.cb(d.state->id_, d.status);
+  }
+}
+
+Status HandleState::Poll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ ? status_ : Status::InProgress();
+}
+
+bool HandleState::done() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (done_) return status_;  // the common case after a batch: no deadline to compute
+  ++waiters_;
+  bool finished = true;
+  if (timeout_ms < 0) {
+    cv_.wait(lock, [this] { return done_; });
+  } else {
+    finished = cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; });
+  }
+  --waiters_;
+  if (!finished) {
+    if (timed_out) *timed_out = true;
+    return Status::Timeout("the operation did not finish within " + std::to_string(timeout_ms) +
+                           " ms (it keeps running)");
+  }
+  return status_;
+}
+
+}  // namespace hvd

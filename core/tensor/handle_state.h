@@ -1,0 +1,78 @@
+// Completion state shared by the caller (poll/wait/result) and the
+// background thread (Complete). One HandleState may cover several tensors
+// (grouped allreduce): it is done when the last one completes, with the
+// first error seen.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/common/status.h"
+#include "core/common/types.h"
+
+namespace hvd {
+
+// The result of an op whose output hvd allocates (allgather, alltoall,
+// reducescatter): either owned here or written to caller-allocated memory.
+struct OpResult {
+  std::vector<uint8_t> owned;
+  // hvd-owned CUDA memory behind `data` for GPU results without a caller
+  // allocator (type-erased so this header needs no CUDA); freed with the handle.
+  std::shared_ptr<void> device_owned;
+  void* data = nullptr;
+  std::vector<int64_t> shape;
+  DataType dtype = DataType::kFloat32;
+  Device device;
+  std::vector<int32_t> recv_splits;
+  int64_t value = -1;  // join: last rank to join; add_process_set: the new id
+};
+
+class HandleState {
+ public:
+  // Gets the handle's id (set_id) and final status.
+  using Callback = std::function<void(int64_t, const Status&)>;
+
+  HandleState(int pending, Callback callback) : pending_(pending), callback_(std::move(callback)) {}
+
+  // The C API's id for this state, passed to the callback; set before submission.
+  void set_id(int64_t id) { id_ = id; }
+
+  // Called once per covered tensor from the background thread.
+  void Complete(const Status& s);
+  // Completes one tensor of each state (a state may appear more than once),
+  // waking waiters and running callbacks only after all are marked: a thread
+  // waiting on a fused batch in order then sleeps once, not once per tensor.
+  static void CompleteAll(const std::vector<HandleState*>& states, const Status& s);
+  // kInProgress until done, then the final status.
+  Status Poll();
+  // timeout_ms < 0 waits forever. On timeout returns Code::kTimeout and sets
+  // *timed_out (when given): the operation's own status may be kTimeout too.
+  Status Wait(int64_t timeout_ms, bool* timed_out = nullptr);
+  bool done();
+
+  // Result of the first tensor; written only by the background thread
+  // before completion and read by callers after it.
+  OpResult& result() { return result_; }
+
+ private:
+  // Marks one tensor done; true (with what to do outside the lock) when it
+  // was the last.
+  bool Finish(const Status& s, bool* wake, Callback* cb, Status* final_status);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int pending_;
+  int64_t id_ = 0;
+  bool done_ = false;
+  int waiters_ = 0;  // threads blocked in Wait (skip futile wake-ups)
+  Status status_;
+  Callback callback_;
+  OpResult result_;
+};
+
+}  // namespace hvd

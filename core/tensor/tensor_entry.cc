@@ -1,0 +1,24 @@
+#include "core/tensor/tensor_entry.h"
+
+namespace hvd {
+
+void* TensorEntry::AllocateResult(size_t nbytes, const std::vector<int64_t>& shape, Status* error) {
+  OpResult& r = handle->result();
+  r.shape = shape;
+  r.dtype = request.dtype;
+  r.device = request.device;
+  if (allocator) {
+    r.data = allocator(nbytes, shape, request.dtype, request.device);
+    if (r.data || nbytes == 0) return r.data;
+    *error = Status::Invalid("the allocator returned NULL for " + std::to_string(nbytes) +
+                             " bytes of tensor '" + request.name + "'");
+  }
+  // Also when the caller's allocator failed: this rank must still take part
+  // in the collective (the others are already in it), so it receives into
+  // memory of its own and reports the error afterwards.
+  r.owned.resize(nbytes);
+  r.data = r.owned.data();
+  return r.data;
+}
+
+}  // namespace hvd

@@ -1,0 +1,37 @@
+// One submitted tensor on this rank, from hvd_*_async until the background
+// thread completes it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/coordination/message.h"
+#include "core/tensor/handle_state.h"
+
+namespace hvd {
+
+// Allocates result memory (bytes, shape, dtype, device) -> pointer or nullptr.
+using ResultAllocator =
+    std::function<void*(size_t, const std::vector<int64_t>&, DataType, const Device&)>;
+
+struct TensorEntry {
+  Request request;
+  const void* input = nullptr;
+  void* output = nullptr;  // allreduce/broadcast: caller memory
+  int64_t num_elements = 0;
+  int64_t bytes = 0;
+  std::shared_ptr<HandleState> handle;
+  bool owns_result = false;  // this entry writes handle->result()
+  ResultAllocator allocator;
+  void* cuda_stream = nullptr;
+  std::chrono::steady_clock::time_point enqueued;
+
+  // Memory for a result of `bytes` with `shape`, owned by the handle unless
+  // an allocator was given. Never null: if the allocator fails, *error is
+  // set and hvd-owned memory is returned so the collective can still run.
+  void* AllocateResult(size_t bytes, const std::vector<int64_t>& shape, Status* error);
+};
+
+}  // namespace hvd

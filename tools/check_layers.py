@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Fails when a file includes a header of a layer above its own.
+
+The layers and who may include whom are docs/architecture.md's picture; the
+table below is the same rule in code. A file belongs to the layer of the
+first folder of its path that the table names (core/<layer>/..., capi/,
+tools/<program>/); an include "core/<layer>/..." or "capi/..." is checked
+against it. Includes of system and third-party headers are not checked.
+
+  check_layers.py [--root DIR]    check the tree (default: this repository)
+  check_layers.py --self-test     check that a wrong include is caught
+"""
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+# The core, top to bottom: a layer may include itself and the layers below.
+CORE_ORDER = [
+    "runtime",
+    "gpu",
+    "ops",
+    "tensor",
+    "coordination",
+    "observability",
+    "backends",
+    "cuda",
+    "rendezvous",
+    "common",
+]
+
+
+def below(layer):
+    """core/<layer> and every core layer under it, as include prefixes."""
+    return ["core/" + name + "/" for name in CORE_ORDER[CORE_ORDER.index(layer):]]
+
+
+# Who may include what, by the folder a file is in (longest match wins).
+RULES = {"core/" + name + "/": below(name) for name in CORE_ORDER}
+RULES.update({
+    # The C layer asks the runtime; it never reaches into backends or ops.
+    "capi/": ["capi/", "hvd/", "core/runtime/", "core/tensor/", "core/coordination/",
+              "core/rendezvous/", "core/common/"],
+    # The launcher does not link the core: only its bottom two layers.
+    "tools/hvdrun/": ["tools/hvdrun/", "core/rendezvous/", "core/common/"],
+    "tools/hvd_bench/": ["tools/hvd_bench/", "hvd/", "core/rendezvous/", "core/common/"],
+})
+# Project include prefixes that are checked at all (others are third-party).
+PROJECT_PREFIXES = ("core/", "capi/", "tools/", "hvd/")
+SOURCE_ENDINGS = (".h", ".cc", ".cu", ".c")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def rule_for(path):
+    best = None
+    for folder in RULES:
+        if path.startswith(folder) and (best is None or len(folder) > len(best)):
+            best = folder
+    return best
+
+
+def violations(root):
+    """Yields 'file:line: message' for every include against the rules."""
+    for top in ("core", "capi", "tools"):
+        for folder, _, files in os.walk(os.path.join(root, top)):
+            for name in sorted(files):
+                if not name.endswith(SOURCE_ENDINGS):
+                    continue
+                path = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+                rule = rule_for(path)
+                if rule is None:
+                    continue
+                with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+                    for number, line in enumerate(f, 1):
+                        m = INCLUDE.match(line)
+                        if not m or not m.group(1).startswith(PROJECT_PREFIXES):
+                            continue
+                        header = m.group(1)
+                        if header.startswith(tuple(RULES[rule])):
+                            continue
+                        if "/" not in header[len("core/"):] and header.startswith("core/"):
+                            continue  # not a layer path; the compiler will say so
+                        yield "%s:%d: %s may not include \"%s\" (allowed: %s)" % (
+                            path, number, rule.rstrip("/"), header, ", ".join(RULES[rule]))
+
+
+def check(root):
+    found = list(violations(root))
+    for v in found:
+        print(v)
+    if found:
+        print("%d include(s) against the layering (docs/architecture.md)" % len(found))
+        return 1
+    print("layering ok: no file includes a higher layer")
+    return 0
+
+
+def self_test(root):
+    """A copy of the tree with one wrong include must fail, naming the file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for top in ("core", "capi", "tools"):
+            shutil.copytree(os.path.join(root, top), os.path.join(tmp, top))
+        if list(violations(tmp)):
+            print("self-test: the tree itself already fails; fix that first")
+            return 1
+        victim = os.path.join(tmp, "core", "common", "status.h")
+        with open(victim, "a", encoding="utf-8") as f:
+            f.write('#include "core/runtime/runtime.h"\n')
+        found = list(violations(tmp))
+        if len(found) == 1 and found[0].startswith("core/common/status.h:"):
+            print("self-test ok: " + found[0])
+            return 0
+        print("self-test FAILED: a common/ header including runtime/ gave %r" % found)
+        return 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser.add_argument("--self-test", action="store_true")
+    args = parser.parse_args()
+    return self_test(args.root) if args.self_test else check(args.root)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

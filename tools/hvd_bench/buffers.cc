@@ -1,0 +1,65 @@
+#include "tools/hvd_bench/buffers.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace hvdbench {
+
+Buffers::Buffers(const Workload& wl, int gap, bool in_place, int rank)
+    : rank_(rank), counts_(wl.counts) {
+  const size_t n = counts_.size();
+  const int64_t total = wl.total() + static_cast<int64_t>(gap) * static_cast<int64_t>(n);
+  in_.assign(static_cast<size_t>(total), static_cast<float>(rank + 1));
+  if (!in_place) out_.assign(static_cast<size_t>(total), 0.0f);
+  dst_ = in_place ? in_.data() : out_.data();
+  offset_.resize(n);
+  shape_.resize(n);
+  tin_.resize(n);
+  tout_.resize(n);
+  names_.resize(n);
+  int64_t off = 0;
+  for (size_t i = 0; i < n; ++i) {
+    offset_[i] = off;
+    shape_[i] = counts_[i];
+    off += counts_[i] + gap;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    DLTensor t{};
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = 1;
+    t.dtype = DLDataType{kDLFloat, 32, 1};
+    t.shape = &shape_[i];
+    t.strides = nullptr;
+    t.byte_offset = 0;
+    t.data = in_.data() + offset_[i];
+    tin_[i] = t;
+    t.data = dst_ + offset_[i];
+    tout_[i] = t;
+    names_[i] = wl.name + "." + std::to_string(i);
+  }
+}
+
+void Buffers::Reset() {
+  if (out_.empty()) {
+    std::fill(in_.begin(), in_.end(), static_cast<float>(rank_ + 1));  // in place
+  } else {
+    std::fill(out_.begin(), out_.end(), 0.0f);
+  }
+}
+
+bool Buffers::Verify(int size) const {
+  const float expect = static_cast<float>(size) * static_cast<float>(size + 1) / 2.0f;
+  for (size_t t = 0; t < counts_.size(); ++t) {
+    for (int64_t i = offset_[t]; i < offset_[t] + counts_[t]; ++i) {
+      if (dst_[i] != expect) {
+        std::fprintf(stderr, "hvd_bench[rank %d]: element %lld (tensor %zu) is %g, expected %g\n",
+                     rank_, static_cast<long long>(i), t, static_cast<double>(dst_[i]),
+                     static_cast<double>(expect));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace hvdbench

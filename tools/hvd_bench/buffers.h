@@ -1,0 +1,48 @@
+// The memory one workload runs on: one contiguous input and one contiguous
+// output buffer (or the input alone, in place), each tensor a view into
+// them `gap` floats apart, so every implementation - hvd and the raw
+// patterns - reduces the very same bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hvd/hvd.h"
+#include "tools/hvd_bench/workloads.h"
+
+namespace hvdbench {
+
+class Buffers {
+ public:
+  // Inputs are rank+1, so the sum over n ranks is exactly n(n+1)/2.
+  Buffers(const Workload& wl, int gap, bool in_place, int rank);
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+
+  size_t tensors() const { return counts_.size(); }
+  int64_t offset(size_t i) const { return offset_[i]; }
+  int64_t count(size_t i) const { return counts_[i]; }
+  const float* in() const { return in_.data(); }
+  float* out() { return dst_; }
+  int64_t span() const { return static_cast<int64_t>(in_.size()); }  // elements, gaps included
+  DLTensor* tensor_in(size_t i) { return &tin_[i]; }
+  DLTensor* tensor_out(size_t i) { return &tout_[i]; }
+  const char* name(size_t i) const { return names_[i].c_str(); }
+
+  // Resets the output (or, in place, the input) before an implementation runs.
+  void Reset();
+  // Exact check after one iteration on `size` ranks: every element of every
+  // tensor is sum_{r<size}(r+1). Prints the first wrong element.
+  bool Verify(int size) const;
+
+ private:
+  int rank_;
+  std::vector<float> in_, out_;
+  float* dst_ = nullptr;  // out_.data(), or in_.data() in place
+  std::vector<int64_t> offset_, shape_, counts_;
+  std::vector<DLTensor> tin_, tout_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace hvdbench
