@@ -35,14 +35,16 @@ const TuningFlag kFlags[] = {
     {"--fusion-threshold-mb", "MB", "HVD_FUSION_THRESHOLD", Kind::kMegabytes, "", 0,
      "Fusion buffer size in MiB: HVD_FUSION_THRESHOLD = MB * 1048576 bytes; 0 disables fusion."},
     {"--cycle-time-ms", "MS", "HVD_CYCLE_TIME", Kind::kNumber, "", 0,
-     "Milliseconds between negotiation cycles (HVD_CYCLE_TIME)."},
+     "Longest a burst of submissions is gathered before it is negotiated, in ms "
+     "(HVD_CYCLE_TIME)."},
     {"--cache-capacity", "N", "HVD_CACHE_CAPACITY", Kind::kCount, "", 0,
      "Response cache slots (HVD_CACHE_CAPACITY); 0 turns the cache off."},
     {"--disable-cache", "", "", Kind::kIgnored, "", 0,
      "Accepted, sets nothing: horovodrun's flag re-runs its cached pre-launch checks, and "
      "hvdrun caches none (the response cache: --cache-capacity 0)."},
     {"--hierarchical-allreduce", "", "HVD_HIERARCHICAL_ALLREDUCE", Kind::kSwitch, "1", 0,
-     "HVD_HIERARCHICAL_ALLREDUCE=1 (CUDA tensors, docs/gpu.md)."},
+     "HVD_HIERARCHICAL_ALLREDUCE=1: on MPI too (automatic on Gloo across hosts; "
+     "docs/scaling.md)."},
     {"--no-hierarchical-allreduce", "", "HVD_HIERARCHICAL_ALLREDUCE", Kind::kSwitch, "0", 0,
      "HVD_HIERARCHICAL_ALLREDUCE=0."},
     {"--hierarchical-allgather", "", "HVD_HIERARCHICAL_ALLGATHER", Kind::kSwitch, "1", 0,
