@@ -7,7 +7,7 @@ namespace hvd {
 HierarchicalComm::HierarchicalComm(std::unique_ptr<NcclComm> flat, std::unique_ptr<NcclComm> local,
                                    std::unique_ptr<Comm> local_ctrl,
                                    std::unique_ptr<Comm> cross_host, const CudaStream* stream)
-    : flat_(std::move(flat)),
+    : ForwardingComm(std::shared_ptr<Comm>(std::move(flat))),
       local_ctrl_(std::move(local_ctrl)),
       local_(std::move(local)),
       cross_host_(std::move(cross_host)),
