@@ -14,6 +14,8 @@
 
 #include "tests/mp/test_tensor.h"
 
+using hvdtest::N;
+using hvdtest::R;
 using hvdtest::T;
 
 namespace {
@@ -67,13 +69,6 @@ std::vector<double> ReadResult(const DLTensor& r, T t) {
   for (int64_t i = 0; i < n; ++i)
     v[i] = hvdtest::Tensor::Load(bytes.data() + i * hvdtest::Size(t), t);
   return v;
-}
-
-int R() {
-  return hvd_rank();
-}
-int N() {
-  return hvd_size();
 }
 
 TEST(Gpu, AllreduceSumAverageEveryType) {

@@ -17,17 +17,13 @@
 #include "hvd/hvd.h"
 #include "test_tensor.h"
 
+using hvdtest::N;
+using hvdtest::R;
 using hvdtest::T;
 using hvdtest::Tensor;
 
 namespace {
 
-int R() {
-  return hvd_rank();
-}
-int N() {
-  return hvd_size();
-}
 bool PowerOfTwo(int n) {
   return n > 0 && (n & (n - 1)) == 0;
 }
@@ -36,9 +32,7 @@ bool PowerOfTwo(int n) {
   if (!PowerOfTwo(N())) GTEST_SKIP() << "Adasum needs a power-of-two number of ranks"
 
 hvd_status Wait(hvd_handle h) {
-  hvd_status s = hvd_wait(h, 60000);
-  hvd_release(h);
-  return s;
+  return hvdtest::WaitAndRelease(h, 60000);
 }
 
 hvd_status Adasum(const char* name, Tensor& in, Tensor& out, const hvd_op_options* o = nullptr) {

@@ -16,22 +16,15 @@
 #include "hvd/hvd.h"
 #include "test_tensor.h"
 
+using hvdtest::N;
+using hvdtest::R;
 using hvdtest::T;
 using hvdtest::Tensor;
 
 namespace {
 
-int R() {
-  return hvd_rank();
-}
-int N() {
-  return hvd_size();
-}
-
 hvd_status Wait(hvd_handle h) {
-  hvd_status s = hvd_wait(h, 120000);
-  hvd_release(h);
-  return s;
+  return hvdtest::WaitAndRelease(h, 120000);
 }
 
 // Small values: sums over 6 ranks fit every dtype exactly.

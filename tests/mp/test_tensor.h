@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/common/half.h"
+#include "hvd/hvd.h"
 
 namespace hvdtest {
 
@@ -188,5 +189,20 @@ class Tensor {
   std::vector<uint8_t> bytes_;
   DLTensor dl_{};
 };
+
+// This rank and the world size, short for the tests' expected values.
+inline int R() {
+  return hvd_rank();
+}
+inline int N() {
+  return hvd_size();
+}
+
+// Waits for `h` (up to timeout_ms), releases it and returns its status.
+inline hvd_status WaitAndRelease(hvd_handle h, int timeout_ms) {
+  hvd_status s = hvd_wait(h, timeout_ms);
+  hvd_release(h);
+  return s;
+}
 
 }  // namespace hvdtest
