@@ -35,6 +35,7 @@ Coordinator::Coordinator(int size, int32_t set_id, const Config& config)
       cache_(config.cache_capacity),
       slot_changed_(static_cast<size_t>(std::max(0, config.cache_capacity)), 0),
       waits_(static_cast<size_t>(std::max(0, config.cache_capacity))),
+      waiting_slots_(std::max(0, config.cache_capacity)),
       stalls_(config, set_id) {}
 
 Status Coordinator::OnReport(int rank, Report report) {
@@ -45,7 +46,8 @@ Status Coordinator::OnReport(int rank, Report report) {
     shutdown_ranks_.push_back(rank);
   }
   for (int32_t slot : report.invalid) RecordInvalid(slot, report.epoch);
-  for (int32_t slot : report.hits) RecordHit(rank, slot, report.epoch);
+  const Clock::time_point now = report.hits.empty() ? Clock::time_point() : Clock::now();
+  for (int32_t slot : report.hits) RecordHit(rank, slot, report.epoch, now);
   for (auto& q : report.requests) {
     q.rank = rank;  // trust the sender, not the content
     HVD_RETURN_IF_ERROR(CheckPeerRequest(q, size_));
@@ -61,7 +63,7 @@ void Coordinator::OnPeerLost(int rank, const std::string& why) {
   if (lost_error_.empty()) lost_error_ = why;
 }
 
-void Coordinator::RecordHit(int rank, int32_t slot, int64_t epoch) {
+void Coordinator::RecordHit(int rank, int32_t slot, int64_t epoch, Clock::time_point now) {
   // A slot the member looked up before it changed is stale: the member
   // renegotiates that tensor when it applies the change.
   if (slot < 0 || slot >= cache_.capacity() || epoch < slot_changed_[slot] || !cache_.used(slot)) {
@@ -72,10 +74,18 @@ void Coordinator::RecordHit(int rank, int32_t slot, int64_t epoch) {
   if (w.ranks[rank]) return;
   w.ranks[rank] = true;
   if (w.count++ == 0) {
-    w.since = Clock::now();
+    w.since = now;
     w.warned = false;
-    waiting_slots_.insert(slot);
+    waiting_slots_.Insert(slot);
   }
+}
+
+void Coordinator::ClearWait(int32_t slot) {
+  SlotWait& w = waits_[slot];
+  if (w.count == 0) return;
+  std::fill(w.ranks.begin(), w.ranks.end(), false);
+  w.count = 0;
+  waiting_slots_.Erase(slot);
 }
 
 void Coordinator::RecordInvalid(int32_t slot, int64_t epoch) {
@@ -119,8 +129,7 @@ Response Coordinator::Decided(const std::string& name) {
 
 void Coordinator::Erase(int32_t slot, int64_t seq, std::vector<Action>* out) {
   slot_changed_[slot] = seq;
-  waits_[slot] = SlotWait();
-  waiting_slots_.erase(slot);
+  ClearWait(slot);
   Action a;
   a.kind = Action::kErase;
   a.slot = slot;
@@ -135,8 +144,7 @@ void Coordinator::AddFull(int64_t seq, Response r, const Request& ref, std::vect
     a.slot = cache_.Put(r, ref, &evicted);
     if (evicted >= 0) Erase(evicted, seq, out);
     slot_changed_[a.slot] = seq;
-    waits_[a.slot] = SlotWait();
-    waiting_slots_.erase(a.slot);
+    ClearWait(a.slot);
   }
   a.response = std::move(r);
   out->push_back(std::move(a));
@@ -197,12 +205,9 @@ void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
   Action run;
   run.kind = Action::kRunCached;
   run.ranks.assign(joined_.begin(), joined_.end());
-  for (auto it = waiting_slots_.begin(); it != waiting_slots_.end();) {
-    const int32_t slot = *it;
-    if (!SlotReady(slot)) {
-      ++it;
-      continue;
-    }
+  run.slots.reserve(static_cast<size_t>(waiting_slots_.size()));
+  waiting_slots_.ForEach([&](int32_t slot) {
+    if (!SlotReady(slot)) return;
     const Response& r = *cache_.response(slot);
     if (!joined_.empty() && r.type != OpType::kAllreduce) {
       // Joined ranks hold no entry for it: fail it as a fresh request would.
@@ -214,9 +219,8 @@ void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
       *bytes += ResponseBytes(r, size_);
       cache_.Touch(slot);
     }
-    waits_[slot] = SlotWait();
-    it = waiting_slots_.erase(it);
-  }
+    ClearWait(slot);
+  });
   if (!run.slots.empty()) out->push_back(std::move(run));
 }
 
@@ -246,21 +250,18 @@ void Coordinator::CheckStalls(std::vector<Action>* out) {
       table_.erase(it);
     }
   }
-  for (auto it = waiting_slots_.begin(); it != waiting_slots_.end();) {
-    SlotWait& w = waits_[*it];
-    const Response& r = *cache_.response(*it);
+  waiting_slots_.ForEach([&](int32_t slot) {
+    SlotWait& w = waits_[slot];
+    const Response& r = *cache_.response(slot);
     std::string error;
     const std::vector<int> who = missing(w.ranks, r.type == OpType::kAllreduce);
     if (stalls_.Inspect(r.names[0], r.type, w.since, who, &w.warned, &error,
                         detail(who, r.names[0]))) {
       out->push_back(Action());
       out->back().response = ErrorResponse(r.type, r.names[0], Code::kTimeout, error);
-      waits_[*it] = SlotWait();
-      it = waiting_slots_.erase(it);
-    } else {
-      ++it;
+      ClearWait(slot);
     }
-  }
+  });
   stalls_.Flush();
 }
 

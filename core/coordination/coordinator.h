@@ -17,6 +17,7 @@
 #include "core/common/config.h"
 #include "core/coordination/protocol.h"
 #include "core/coordination/response_cache.h"
+#include "core/coordination/slot_set.h"
 #include "core/coordination/stall_inspector.h"
 
 namespace hvd {
@@ -51,7 +52,7 @@ class Coordinator {
 
  private:
   struct SlotWait {
-    std::vector<bool> ranks;  // which ranks reported a hit
+    std::vector<bool> ranks;  // which ranks reported a hit; kept allocated between uses
     int count = 0;
     Clock::time_point since;
     bool warned = false;
@@ -63,7 +64,9 @@ class Coordinator {
     bool warned = false;
   };
 
-  void RecordHit(int rank, int32_t slot, int64_t epoch);
+  void RecordHit(int rank, int32_t slot, int64_t epoch, Clock::time_point now);
+  // Forgets who waits on `slot` (it ran, failed or changed).
+  void ClearWait(int32_t slot);
   void RecordInvalid(int32_t slot, int64_t epoch);
   void RecordRequest(const Request& q);
   void DecideFull(int64_t seq, std::vector<Action>* out, int64_t* bytes);
@@ -86,7 +89,7 @@ class Coordinator {
   ResponseCache cache_;
   std::vector<int64_t> slot_changed_;  // decision seq of the last put/erase, by slot
   std::vector<SlotWait> waits_;        // by slot
-  std::set<int32_t> waiting_slots_;    // slots with count > 0, in slot order
+  SlotSet waiting_slots_;              // slots with count > 0
   std::vector<int32_t> erased_;        // by invalidation, not yet announced
 
   std::unordered_map<std::string, Pending> table_;

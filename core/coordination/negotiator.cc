@@ -46,6 +46,7 @@ Status Negotiator::Apply(const Decision& d, Applied* out) {
   for (const Action& a : d.actions) {
     switch (a.kind) {
       case Action::kRunCached:
+        out->runs.reserve(out->runs.size() + a.slots.size());
         for (int32_t slot : a.slots) {
           if (!cache_.used(slot)) {
             return Status::Internal("negotiation: decision " + std::to_string(d.seq) +

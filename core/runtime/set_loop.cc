@@ -100,31 +100,37 @@ void SetLoop::Join() {
 
 SetLoop::Activity SetLoop::activity() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return activity_;
+  Activity a;
+  const Response* r = exec_response_;
+  if (!r) return a;
+  a.executing = true;
+  a.what = std::string(OpTypeName(r->type)) + " of '" + r->names[0] + "'" +
+           (r->names.size() > 1 ? " (+" + std::to_string(r->names.size() - 1) + " fused)" : "");
+  a.since = exec_started_;
+  for (const TensorEntry* e : *exec_entries_) {
+    if (e) a.since = std::min(a.since, e->enqueued);
+  }
+  return a;
 }
 
 void SetLoop::SetActivity(const Response* r, const std::vector<TensorEntry*>& entries) {
+  const auto now = r ? Clock::now() : Clock::time_point();
   std::lock_guard<std::mutex> lock(mu_);
-  activity_ = Activity();
-  if (!r) return;
-  activity_.executing = true;
-  activity_.what =
-      std::string(OpTypeName(r->type)) + " of '" + r->names[0] + "'" +
-      (r->names.size() > 1 ? " (+" + std::to_string(r->names.size() - 1) + " fused)" : "");
-  activity_.since = Clock::now();
-  activity_.names = r->names;
-  for (const TensorEntry* e : entries) {
-    if (!e) continue;
-    activity_.since = std::min(activity_.since, e->enqueued);
-    activity_.handles.push_back(e->handle);
-  }
+  exec_response_ = r;
+  exec_entries_ = r ? &entries : nullptr;
+  exec_started_ = now;
+  exec_failed_ = false;
 }
 
 void SetLoop::FailInFlight(const Status& s) {
   std::vector<std::shared_ptr<HandleState>> handles;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    handles.swap(activity_.handles);
+    if (!exec_entries_ || exec_failed_) return;
+    exec_failed_ = true;
+    for (const TensorEntry* e : *exec_entries_) {
+      if (e) handles.push_back(e->handle);
+    }
   }
   for (auto& h : handles) h->Complete(s);
 }
@@ -138,9 +144,13 @@ std::string SetLoop::Describe(const std::string& tensor) const {
   bool in_flight = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (activity_.executing) line = "executing " + activity_.what + " for " + secs(activity_.since);
-    const auto& n = activity_.names;
-    in_flight = std::find(n.begin(), n.end(), tensor) != n.end();
+    if (exec_response_) {
+      const auto& n = exec_response_->names;
+      in_flight = std::find(n.begin(), n.end(), tensor) != n.end();
+    }
+  }
+  if (const Activity a = activity(); a.executing) {
+    line = "executing " + a.what + " for " + secs(a.since);
   }
   if (finished_.load()) line = "its background loop has ended";
   Clock::time_point since;
@@ -191,7 +201,8 @@ Status SetLoop::Step(bool* stop) {
     ps_.queue.WaitForBurstEnd(
         kBurstQuiet, std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double, std::milli>(params_.cycle_time_ms)));
-    negotiator_.Add(ps_.queue.PopRequests());
+    ps_.queue.PopRequests(&popped_);
+    negotiator_.Add(popped_);
     busy = true;
   }
   Report report;

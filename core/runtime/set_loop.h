@@ -49,8 +49,6 @@ class SetLoop {
     // The oldest submission among the tensors in flight: their deadline runs
     // from there.
     std::chrono::steady_clock::time_point since;
-    std::vector<std::string> names;
-    std::vector<std::shared_ptr<HandleState>> handles;
   };
   Activity activity() const;
   // Fails the handles of the collective in flight (the watchdog, when it
@@ -94,10 +92,18 @@ class SetLoop {
   Clock::time_point last_activity_;
   Clock::duration nap_;
   std::vector<ControlChannel::PollFd> fds_;
+  std::vector<const Request*> popped_;   // the last cycle's new requests (capacity reused)
   std::pair<Status, Status> explained_;  // the last fatal error and what probes added
 
-  mutable std::mutex mu_;  // guards activity_ and stop_reason_
-  Activity activity_;
+  // The collective in flight, guarded by mu_. Pointers into RunCollective's
+  // arguments, cleared before they go: the watchdog reads them only under
+  // mu_, so a fused batch of 1000 tensors costs two stores, not copies of
+  // its names and handles.
+  mutable std::mutex mu_;  // guards the three below and stop_reason_
+  const Response* exec_response_ = nullptr;
+  const std::vector<TensorEntry*>* exec_entries_ = nullptr;
+  Clock::time_point exec_started_;
+  bool exec_failed_ = false;  // FailInFlight ran for it
 };
 
 }  // namespace hvd

@@ -28,9 +28,10 @@ Status TensorQueue::Add(TensorEntry* entries, size_t count) {
     size_t added = 0;
     for (; added < count; ++added) {
       TensorEntry& e = entries[added];
-      auto [it, inserted] = entries_.try_emplace(e.request.name);  // one hash per entry
+      // One hash per entry; the node's entry is move-constructed (e is left
+      // alone when the name is taken). The key is copied before the move.
+      auto [it, inserted] = entries_.try_emplace(e.request.name, std::move(e));
       if (!inserted) break;
-      it->second = std::move(e);
       requests_.push_back(&it->second.request);
     }
     if (added < count) {
@@ -51,11 +52,10 @@ Status TensorQueue::Add(TensorEntry* entries, size_t count) {
   return Status::OK();
 }
 
-std::vector<const Request*> TensorQueue::PopRequests() {
+void TensorQueue::PopRequests(std::vector<const Request*>* out) {
+  out->clear();
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<const Request*> out;
-  out.swap(requests_);
-  return out;
+  out->swap(requests_);
 }
 
 size_t TensorQueue::Take(const std::vector<std::string>& names, Taken* taken, TensorEntry** found) {

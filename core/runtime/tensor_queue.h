@@ -27,10 +27,11 @@ class TensorQueue {
   // all). Fails with kInvalidArgument if a name is already pending, or with
   // the closing status once the queue is closed.
   Status Add(TensorEntry* entries, size_t count);
-  // New requests since the last call. They point into the pending entries,
-  // which only the loop removes (Take, Close), so they stay valid until it
-  // takes them.
-  std::vector<const Request*> PopRequests();
+  // Replaces *out with the new requests since the last call (swapping
+  // vectors, so both keep their capacity from cycle to cycle). They point
+  // into the pending entries, which only the loop removes (Take, Close), so
+  // they stay valid until it takes them.
+  void PopRequests(std::vector<const Request*>* out);
   // A taken entry: the table's own node, unlinked (no copy of the entry).
   using Taken = std::unordered_map<std::string, TensorEntry>::node_type;
   // Unlinks the entry of each name into taken[i] and points found[i] at it;

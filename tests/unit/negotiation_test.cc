@@ -13,6 +13,7 @@
 
 #include "core/coordination/coordinator.h"
 #include "core/coordination/negotiator.h"
+#include "core/coordination/slot_set.h"
 
 namespace hvd {
 namespace {
@@ -270,3 +271,26 @@ TEST(Negotiation, ALostMemberIsAnnouncedToTheOthers) {
 
 }  // namespace
 }  // namespace hvd
+
+// The coordinator's set of waiting cache slots: slots come back in ascending
+// order across word boundaries, each once, and the visitor may erase the
+// slot it is given.
+TEST(SlotSet, VisitsInOrderAndAllowsErasingTheCurrentSlot) {
+  using hvd::SlotSet;
+  SlotSet s(200);
+  EXPECT_TRUE(s.empty());
+  for (int32_t slot : {130, 0, 64, 63, 199, 64}) s.Insert(slot);
+  EXPECT_EQ(s.size(), 5);
+  std::vector<int32_t> seen;
+  s.ForEach([&](int32_t slot) {
+    seen.push_back(slot);
+    if (slot % 2 == 1) s.Erase(slot);
+  });
+  EXPECT_EQ(seen, (std::vector<int32_t>{0, 63, 64, 130, 199}));
+  EXPECT_EQ(s.size(), 3);
+  seen.clear();
+  s.ForEach([&](int32_t slot) { seen.push_back(slot); });
+  EXPECT_EQ(seen, (std::vector<int32_t>{0, 64, 130}));
+  s.Erase(7);  // absent: no effect
+  EXPECT_EQ(s.size(), 3);
+}

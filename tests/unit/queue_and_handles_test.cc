@@ -112,7 +112,8 @@ TEST(TensorQueue, DuplicateNameUndoesTheWholeCall) {
   twice.push_back(Entry("d"));
   EXPECT_EQ(q.Add(twice.data(), twice.size()).code(), Code::kInvalidArgument);
   EXPECT_EQ(q.PendingCount(), 1u);
-  auto requests = q.PopRequests();
+  std::vector<const Request*> requests;
+  q.PopRequests(&requests);
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0]->name, "a");
 }
@@ -138,7 +139,8 @@ TEST(TensorQueue, EventDescriptorWakesASleepingLoopOnce) {
   ASSERT_TRUE(q.Add(&b, 1).ok());
   EXPECT_FALSE(readable());       // the loop was awake: no write
   EXPECT_TRUE(q.Sleeping(true));  // but it must not sleep with requests waiting
-  q.PopRequests();
+  std::vector<const Request*> popped;
+  q.PopRequests(&popped);
   EXPECT_FALSE(q.Sleeping(true));
   q.Wake();
   EXPECT_TRUE(readable());

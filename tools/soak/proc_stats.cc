@@ -18,6 +18,9 @@ ProcStats ReadProcStats() {
   std::string line;
   while (std::getline(status, line)) {
     if (line.rfind("VmRSS:", 0) == 0) p.rss_kib = std::atoll(line.c_str() + 6);
+    if (line.rfind("RssAnon:", 0) == 0) p.anon_kib = std::atoll(line.c_str() + 8);
+    if (line.rfind("RssFile:", 0) == 0) p.file_kib = std::atoll(line.c_str() + 8);
+    if (line.rfind("RssShmem:", 0) == 0) p.shmem_kib = std::atoll(line.c_str() + 9);
     if (line.rfind("Threads:", 0) == 0) p.threads = std::atoll(line.c_str() + 8);
   }
   if (DIR* d = ::opendir("/proc/self/fd")) {

@@ -9,6 +9,7 @@
 // expected result locally. One small allreduce per round carries the stop
 // vote and the error counts. Rank 0 prints a line per --report-every and a
 // final table; the exit status is 0 only when every goal is met.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -372,10 +373,12 @@ void Soak::Report() {
                   MiB(p.rss_kib - warm_.rss_kib));
   std::printf(
       "soak %s: %lld ops (%.1f/s overall, %.1f/s since last line), wrong %lld, errors %lld, "
-      "rank 0: RSS %.1f MiB (%s), heap in use %.1f MiB, fds %lld, threads %lld\n",
+      "rank 0: RSS %.1f MiB (%s; anon %.1f, file %.1f, shmem %.1f), heap in use %.1f MiB, fds "
+      "%lld, threads %lld\n",
       Duration(t).c_str(), static_cast<long long>(local_.ops), local_.ops / std::max(1e-9, t), rate,
       static_cast<long long>(global_.wrong), static_cast<long long>(global_.errors), MiB(p.rss_kib),
-      growth, MiB(p.heap_kib), static_cast<long long>(p.fds), static_cast<long long>(p.threads));
+      growth, MiB(p.anon_kib), MiB(p.file_kib), MiB(p.shmem_kib), MiB(p.heap_kib),
+      static_cast<long long>(p.fds), static_cast<long long>(p.threads));
   std::fflush(stdout);
   ops_at_last_report_ = local_.ops;
   last_report_time_ = t;
@@ -433,14 +436,16 @@ struct Figures {
   int64_t rss_warm, rss_end, heap_warm, heap_end;
   int64_t fds_init, fds_warm, fds_end, threads_init, threads_warm, threads_end;
   int64_t outstanding, wrong, errors, checked;
+  int64_t anon_warm, anon_end, file_warm, file_end, shmem_warm, shmem_end;
 };
 constexpr int64_t kFigureFields = sizeof(Figures) / sizeof(int64_t);
 
 void PrintTable(const std::vector<Figures>& all, bool* pass) {
   std::printf(
       "| rank | checked | wrong | errors | RSS after warm-up (MiB) | RSS end (MiB) | RSS growth "
-      "(MiB) | heap in use growth (MiB) | fds init/warm-up/end | threads init/warm-up/end | "
-      "handles outstanding |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "(MiB) | of it anon/file/shmem (MiB) | heap in use growth (MiB) | fds init/warm-up/end | "
+      "threads init/warm-up/end | "
+      "handles outstanding |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int64_t wrong = 0, errors = 0, outstanding = 0;
   double worst_growth = -1e9;
   bool fds_equal = true, threads_equal = true;
@@ -454,14 +459,16 @@ void PrintTable(const std::vector<Figures>& all, bool* pass) {
     fds_equal &= f.fds_end == f.fds_warm;
     threads_equal &= f.threads_end == f.threads_warm;
     std::printf(
-        "| %zu | %lld | %lld | %lld | %.1f | %.1f | %+.1f | %+.1f | %lld/%lld/%lld | "
-        "%lld/%lld/%lld | %lld |\n",
+        "| %zu | %lld | %lld | %lld | %.1f | %.1f | %+.1f | %+.1f/%+.1f/%+.1f | %+.1f | "
+        "%lld/%lld/%lld | %lld/%lld/%lld | %lld |\n",
         q, static_cast<long long>(f.checked), static_cast<long long>(f.wrong),
         static_cast<long long>(f.errors), MiB(f.rss_warm), MiB(f.rss_end), growth,
-        MiB(f.heap_end - f.heap_warm), static_cast<long long>(f.fds_init),
-        static_cast<long long>(f.fds_warm), static_cast<long long>(f.fds_end),
-        static_cast<long long>(f.threads_init), static_cast<long long>(f.threads_warm),
-        static_cast<long long>(f.threads_end), static_cast<long long>(f.outstanding));
+        MiB(f.anon_end - f.anon_warm), MiB(f.file_end - f.file_warm),
+        MiB(f.shmem_end - f.shmem_warm), MiB(f.heap_end - f.heap_warm),
+        static_cast<long long>(f.fds_init), static_cast<long long>(f.fds_warm),
+        static_cast<long long>(f.fds_end), static_cast<long long>(f.threads_init),
+        static_cast<long long>(f.threads_warm), static_cast<long long>(f.threads_end),
+        static_cast<long long>(f.outstanding));
   }
   auto verdict = [pass](bool ok) {
     *pass &= ok;
@@ -494,7 +501,13 @@ int Soak::Final(const ProcStats& before_init, const ProcStats& init, const ProcS
                   submitted_ - released_,
                   local_.wrong,
                   local_.errors,
-                  local_.checked};
+                  local_.checked,
+                  warm.anon_kib,
+                  end.anon_kib,
+                  warm.file_kib,
+                  end.file_kib,
+                  warm.shmem_kib,
+                  end.shmem_kib};
   int64_t shape[2] = {1, kFigureFields};
   DLTensor t = Int64Tensor(&mine, shape, 2);
   hvd_handle h = 0;
@@ -551,6 +564,13 @@ int main(int argc, char** argv) {
     setenv("HVD_CONTROLLER", args.backend.c_str(), 1);
     setenv("HVD_CPU_OPERATIONS", args.backend.c_str(), 1);
   }
+  // The soak draws tensor sizes at random up to 8 MiB. glibc's default mmap
+  // threshold follows the largest block freed (up to 32 MiB), so after the
+  // first big tensor every later one is carved from the heap, and a random
+  // mix of sizes fragments it: RSS then wanders by tens of MiB without any
+  // memory being held. A fixed threshold maps and unmaps big blocks, as the
+  // fixed-size tensors of a training step do, so RSS shows what is held.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
   const soak::ProcStats before_init = soak::ReadProcStats();
   if (hvd_init() != HVD_OK) {
     std::fprintf(stderr, "hvd_soak: hvd_init: %s\n", hvd_last_error());
