@@ -1,5 +1,8 @@
 #include "core/common/config.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -109,7 +112,8 @@ Status ParseLoop(Config* c) {
   HVD_RETURN_IF_ERROR(
       ParseInt("FUSION_THRESHOLD", 0, &c->fusion_threshold_bytes, &c->fusion_threshold_fixed));
   HVD_RETURN_IF_ERROR(ParseDouble("CYCLE_TIME", 0.0, &c->cycle_time_ms, &c->cycle_time_fixed));
-  HVD_RETURN_IF_ERROR(ParseInt("ALLREDUCE_CHUNK_BYTES", 0, &c->allreduce_chunk_bytes));
+  HVD_RETURN_IF_ERROR(ParseInt("ALLREDUCE_CHUNK_BYTES", 0, &c->allreduce_chunk_bytes,
+                               &c->allreduce_chunk_bytes_fixed));
   HVD_RETURN_IF_ERROR(ParseInt("CACHE_CAPACITY", 0, &cache, &c->cache_capacity_fixed));
   if (cache > (1 << 20)) return Status::Invalid("HVD_CACHE_CAPACITY is larger than 1048576");
   c->cache_capacity = static_cast<int>(cache);
@@ -156,6 +160,15 @@ Status Config::FromEnvironment(Config* out) {
   c.launch = LaunchEnv::FromEnvironment();
   *out = std::move(c);
   return Status::OK();
+}
+
+int64_t HostLocalChunkBytes() {
+  int64_t l2 = 0;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  if (l2 <= 0) l2 = int64_t{1} << 20;  // unknown: a common 1 MiB
+  return std::min<int64_t>(std::max<int64_t>(l2 / 2, int64_t{256} << 10), int64_t{4} << 20);
 }
 
 }  // namespace hvd

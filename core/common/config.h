@@ -22,14 +22,22 @@ enum class BackendChoice { kAuto, kMpi, kGloo };
 // mean staging; the backend is HVD_CPU_OPERATIONS's). kAuto: NCCL when built.
 enum class GpuOperations { kAuto, kNccl, kStaging };
 
+// The chunk size for allreduces that stay inside one host (shared memory):
+// half the L2 cache, within [256 KiB, 4 MiB]. A chunk that stays in cache
+// while it is reduced beats a bigger one by 25-30% on this project's VM
+// (docs/benchmarks.md); across hosts, per-call latency favours 4 MiB.
+int64_t HostLocalChunkBytes();
+
 struct Config {
   int64_t fusion_threshold_bytes = 128LL * 1024 * 1024;  // 0 disables fusion
   double cycle_time_ms = 1.0;
   // Allreduces are split into calls of at most this many bytes (0: never),
   // and tensors of a quarter of it or more run alone instead of being
-  // copied into the fusion buffer. See docs/tuning.md.
+  // copied into the fusion buffer. Unless set, a job on one host uses
+  // HostLocalChunkBytes() instead. See docs/tuning.md.
   int64_t allreduce_chunk_bytes = 4LL * 1024 * 1024;
-  int cache_capacity = 1024;  // 0 disables the response cache
+  bool allreduce_chunk_bytes_fixed = false;  // set by HVD_ALLREDUCE_CHUNK_BYTES
+  int cache_capacity = 1024;                 // 0 disables the response cache
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;  // 0 = never
   bool stall_check_disabled = false;

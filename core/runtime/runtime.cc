@@ -160,6 +160,9 @@ Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* o
                                       FindBackend(BackendChoice::kMpi) != nullptr));
   }
   HVD_RETURN_IF_ERROR(ComputeTopology(world->controller_comm.get()));
+  if (topo_.cross_size == 1 && !config_.allreduce_chunk_bytes_fixed) {
+    config_.allreduce_chunk_bytes = HostLocalChunkBytes();
+  }
   HVD_RETURN_IF_ERROR(
       MaybeHierarchicalCpu(config_, config_.launch.host, "world", &world->data_comm));
   HVD_RETURN_IF_ERROR(

@@ -56,9 +56,10 @@ bool SlowerThanNoise(const Summary& before, const Summary& idle) {
 
 class Bench {
  public:
-  Bench(const Args& args, Backend planned, int64_t chunk_bytes)
+  Bench(const Args& args, Backend planned, int64_t chunk_bytes, int64_t cache_chunk_bytes)
       : args_(args), planned_(planned), chunk_bytes_(chunk_bytes) {
-    chunk_elems_ = chunk_bytes > 0 ? std::max<int64_t>(1, chunk_bytes / 4) : 0;
+    chunks_.elems = chunk_bytes > 0 ? std::max<int64_t>(1, chunk_bytes / 4) : 0;
+    chunks_.cache_elems = cache_chunk_bytes / 4;
   }
 
   int Run(const std::vector<Workload>& workloads);
@@ -78,7 +79,7 @@ class Bench {
   const Args& args_;
   const Backend planned_;
   const int64_t chunk_bytes_;
-  int64_t chunk_elems_ = 0;
+  Chunks chunks_;
   std::unique_ptr<RawComm> raw_;
   bool raw_timing_ = false;  // raw patterns before hvd_init
   bool raw_idle_ = false;    // and again beside an idle hvd
@@ -173,7 +174,7 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
   Buffers b(wl, args_.gap, args_.in_place, rank_);
   std::vector<hvd_handle> handles(b.tensors());
   const std::vector<RawPattern> patterns =
-      raw_timing_ ? PatternsFor(b, chunk_elems_) : std::vector<RawPattern>{};
+      raw_timing_ ? PatternsFor(b, chunks_) : std::vector<RawPattern>{};
   std::vector<Series> before, idle;
   for (RawPattern p : patterns) {
     before.push_back(Series{RawImpl("raw") + " " + PatternName(p), {}, true});
@@ -188,7 +189,7 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
     double lowest = -1;
     for (size_t i = 0; i < patterns.size(); ++i) {
       const double ms = TimeIt(
-          wl, b, size_, &series[i].ok, [&] { RunPattern(*raw_, patterns[i], b, chunk_elems_); },
+          wl, b, size_, &series[i].ok, [&] { RunPattern(*raw_, patterns[i], b, chunks_); },
           [&] { raw_->Barrier(); });
       series[i].ms.push_back(ms);
       if (lowest < 0 || ms < lowest) lowest = ms;
@@ -269,7 +270,11 @@ int Bench::Run(const std::vector<Workload>& workloads) {
                       "  HVD_CYCLE_TIME=" + Knob("CYCLE_TIME"),
                   "HVD_ALLREDUCE_CHUNK_BYTES=" + Knob("ALLREDUCE_CHUNK_BYTES") +
                       " (raw chunked pattern: " +
-                      (chunk_bytes_ > 0 ? FormatBytes(chunk_bytes_) + " pieces" : "off") + ")"};
+                      (chunk_bytes_ > 0 ? FormatBytes(chunk_bytes_) + " pieces" : "off") +
+                      (chunks_.cache_elems > 0
+                           ? "; cache-sized: " + FormatBytes(chunks_.cache_elems * 4) + " pieces"
+                           : "") +
+                      ")"};
     info.notes = notes_;
     info.idle_seconds = args_.idle_seconds;
     info.idle_settle_seconds = kIdleSettleSeconds;
@@ -297,6 +302,9 @@ int main(int argc, char** argv) {
   RequestBackend(args.backend);
   const std::vector<Workload> workloads = BuildWorkloads(args);
   const int64_t chunk_bytes = ChunkBytesFromEnv();
-  Bench bench(args, PlanBackend(), chunk_bytes);
+  // With the knob unset, hvd picks cache-sized pieces inside one host and
+  // 4 MiB across hosts: the raw patterns include both.
+  const int64_t cache_chunk_bytes = ChunkKnobSet() ? 0 : CacheChunkBytes();
+  Bench bench(args, PlanBackend(), chunk_bytes, cache_chunk_bytes);
   return bench.Run(workloads);
 }

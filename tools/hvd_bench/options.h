@@ -48,6 +48,10 @@ Backend PlanBackend();
 // HVD_ALLREDUCE_CHUNK_BYTES (or HOROVOD_...), as hvd reads it; 4 MiB when
 // unset, 0 = never split. Dies on a value hvd would refuse.
 int64_t ChunkBytesFromEnv();
+bool ChunkKnobSet();
+// Half the L2 cache within [256 KiB, 4 MiB]: the rule hvd applies inside
+// one host when the knob is unset (HostLocalChunkBytes in core/common/config.cc).
+int64_t CacheChunkBytes();
 
 // "VALUE", "VALUE (HOROVOD_)" or "unset (default)", for the report header.
 std::string Knob(const char* suffix);

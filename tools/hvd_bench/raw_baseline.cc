@@ -41,19 +41,35 @@ const char* PatternName(RawPattern p) {
       return "one call";
     case RawPattern::kChunked:
       return "chunked";
+    case RawPattern::kChunkedCache:
+      return "chunked, cache-sized";
   }
   return "?";
 }
 
-std::vector<RawPattern> PatternsFor(const Buffers& b, int64_t chunk_elems) {
+std::vector<RawPattern> PatternsFor(const Buffers& b, const Chunks& chunks) {
   std::vector<RawPattern> out;
   if (b.tensors() > 1) out.push_back(RawPattern::kPerTensor);
   out.push_back(RawPattern::kOneCall);
-  if (chunk_elems > 0 && b.span() > chunk_elems) out.push_back(RawPattern::kChunked);
+  if (chunks.elems > 0 && b.span() > chunks.elems) out.push_back(RawPattern::kChunked);
+  if (chunks.cache_elems > 0 && chunks.cache_elems != chunks.elems &&
+      b.span() > chunks.cache_elems) {
+    out.push_back(RawPattern::kChunkedCache);
+  }
   return out;
 }
 
-void RunPattern(RawComm& comm, RawPattern p, Buffers& b, int64_t chunk_elems) {
+namespace {
+
+void RunChunked(RawComm& comm, Buffers& b, int64_t chunk_elems) {
+  for (int64_t off = 0; off < b.span(); off += chunk_elems) {
+    comm.AllreduceSum(b.in() + off, b.out() + off, std::min(chunk_elems, b.span() - off));
+  }
+}
+
+}  // namespace
+
+void RunPattern(RawComm& comm, RawPattern p, Buffers& b, const Chunks& chunks) {
   switch (p) {
     case RawPattern::kPerTensor:
       for (size_t i = 0; i < b.tensors(); ++i) {
@@ -64,9 +80,10 @@ void RunPattern(RawComm& comm, RawPattern p, Buffers& b, int64_t chunk_elems) {
       comm.AllreduceSum(b.in(), b.out(), b.span());
       break;
     case RawPattern::kChunked:
-      for (int64_t off = 0; off < b.span(); off += chunk_elems) {
-        comm.AllreduceSum(b.in() + off, b.out() + off, std::min(chunk_elems, b.span() - off));
-      }
+      RunChunked(comm, b, chunks.elems);
+      break;
+    case RawPattern::kChunkedCache:
+      RunChunked(comm, b, chunks.cache_elems);
       break;
   }
 }

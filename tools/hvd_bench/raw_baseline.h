@@ -37,15 +37,24 @@ enum class RawPattern {
   kPerTensor,  // one allreduce per tensor, in submission order
   kOneCall,    // one allreduce over the concatenated bytes
   kChunked,    // the concatenation in HVD_ALLREDUCE_CHUNK_BYTES pieces
+  // ... in cache-sized pieces: half the L2 cache within [256 KiB, 4 MiB],
+  // hvd's own choice inside one host unless HVD_ALLREDUCE_CHUNK_BYTES is set
+  kChunkedCache,
+};
+
+// The piece sizes of the chunked patterns, in floats (0: that pattern is off).
+struct Chunks {
+  int64_t elems = 0;
+  int64_t cache_elems = 0;
 };
 const char* PatternName(RawPattern p);
 
 // The patterns that differ on this workload: per tensor only with several
-// tensors, chunked only when the concatenation is longer than one chunk
-// (chunk_elems 0: never split).
-std::vector<RawPattern> PatternsFor(const Buffers& b, int64_t chunk_elems);
+// tensors, each chunked one only when the concatenation is longer than its
+// piece (and the cache-sized piece only when it differs from the other).
+std::vector<RawPattern> PatternsFor(const Buffers& b, const Chunks& chunks);
 
 // One iteration of pattern p on b.
-void RunPattern(RawComm& comm, RawPattern p, Buffers& b, int64_t chunk_elems);
+void RunPattern(RawComm& comm, RawPattern p, Buffers& b, const Chunks& chunks);
 
 }  // namespace hvdbench
