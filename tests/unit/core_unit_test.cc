@@ -261,6 +261,27 @@ TEST(Config, DefaultsAliasesAndErrors) {
   unsetenv("HOROVOD_FUSION_THRESHOLD");
 }
 
+// The allreduce chunk: unset, the multi-host default (the runtime swaps in
+// the cache-sized one when every rank is on one host); set, even to 0, it
+// is the user's and stays.
+TEST(Config, AllreduceChunkDefaultsAndOverride) {
+  unsetenv("HVD_ALLREDUCE_CHUNK_BYTES");
+  unsetenv("HOROVOD_ALLREDUCE_CHUNK_BYTES");
+  Config c;
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.allreduce_chunk_bytes, 4LL << 20);
+  EXPECT_FALSE(c.allreduce_chunk_bytes_fixed);
+  const int64_t local = HostLocalChunkBytes();
+  EXPECT_GE(local, 256LL << 10);
+  EXPECT_LE(local, 4LL << 20);
+  setenv("HVD_ALLREDUCE_CHUNK_BYTES", "0", 1);
+  Config d;
+  ASSERT_TRUE(Config::FromEnvironment(&d).ok());
+  EXPECT_EQ(d.allreduce_chunk_bytes, 0);
+  EXPECT_TRUE(d.allreduce_chunk_bytes_fixed);
+  unsetenv("HVD_ALLREDUCE_CHUNK_BYTES");
+}
+
 // Settings read once by Config: a bad value is an error naming the variable
 // and the value (the GPU timeout used to fall back to 600 silently).
 TEST(Config, GpuAndElasticSettingsAreValidated) {
