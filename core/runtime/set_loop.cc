@@ -394,20 +394,28 @@ Status SetLoop::RunCollective(const Response& response, std::vector<TensorEntry*
       timeline.ActivityEnd(e->request.name);
     }
   }
+  // The watchdog sees pointers to response and entries: clear them however
+  // the call ends.
+  struct InFlight {
+    SetLoop* loop;
+    ~InFlight() { loop->SetActivity(nullptr, {}); }
+  };
   SetActivity(&response, entries);
   Status s;
-  const Executor exec = FindExecutor(response);
-  if (!exec) {
-    s = Status::Unsupported(std::string("no executor for ") + OpTypeName(response.type));
+  {
+    const InFlight in_flight{this};
+    const Executor exec = FindExecutor(response);
+    if (!exec) {
+      s = Status::Unsupported(std::string("no executor for ") + OpTypeName(response.type));
 #ifdef HVD_HAVE_CUDA
-  } else if (response.device.kind == DeviceKind::kCUDA) {
-    // Picks hvd's stream, the GPU communicator and device memory ops.
-    s = ExecuteOnGpu(ps_.Gpu(runtime_.config()), response, entries, ctx, exec);
+    } else if (response.device.kind == DeviceKind::kCUDA) {
+      // Picks hvd's stream, the GPU communicator and device memory ops.
+      s = ExecuteOnGpu(ps_.Gpu(runtime_.config()), response, entries, ctx, exec);
 #endif
-  } else {
-    s = exec(ctx, response, entries);
+    } else {
+      s = exec(ctx, response, entries);
+    }
   }
-  SetActivity(nullptr, {});
   if (traced) {
     for (auto* e : entries) {
       if (e) timeline.OpEnd(e->request.name, e->request.dtype, e->request.shape);
