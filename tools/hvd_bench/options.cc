@@ -105,7 +105,7 @@ void Usage(FILE* f) {
                "  --help             this text\n"
                "Raw patterns: one allreduce per tensor, one over the concatenated bytes, and\n"
                "that concatenation in HVD_ALLREDUCE_CHUNK_BYTES pieces (default 4 MiB) and,\n"
-               "with that knob unset, in cache-sized pieces (half the L2 cache, 256 KiB to\n"
+               "on MPI with that knob unset, in cache-sized pieces (half the L2 cache, 256 KiB to\n"
                "4 MiB: hvd's own choice inside one host); the\n"
                "fastest is the best raw figure, and ratio = time / best raw time (before\n"
                "hvd_init). hvd is initialised and shut down once per round and workload, so\n"
