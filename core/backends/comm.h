@@ -38,6 +38,10 @@ class Comm {
   // a call is cheap next to copying the tensor twice (shared-memory MPI), not
   // where each call costs milliseconds (Gloo over TCP).
   virtual int64_t fusion_solo_bytes() const { return 0; }
+  // The pieces Allreduce splits large buffers into (0: one call). Callers
+  // that scale the result do it piece by piece, while each is in cache.
+  // Decorators with their own algorithm (hierarchical) keep the default.
+  virtual int64_t allreduce_chunk_bytes() const { return 0; }
 
   // ---- data
   // In place over `count` elements; op is kSum, kMin, kMax or kProduct

@@ -43,6 +43,29 @@ Status Collective(ExecContext& ctx, const Response& r, const Reduction& x, const
                    : ctx.comm->AllreduceFrom(in, out, n, x.dt, x.wire_op);
 }
 
+// The backend call, then the postscale. Where the backend reduces in pieces
+// (MPI: cache-sized inside a host), each piece is scaled right after its
+// reduction, while it is still in cache, instead of in a second pass over
+// the whole buffer (averaging gradients would otherwise read and write
+// every byte once more).
+Status ReduceAndScale(ExecContext& ctx, const Response& r, const Reduction& x, const void* in,
+                      void* out, int64_t n) {
+  MemOps& mem = ctx.ops();
+  const int64_t piece = ctx.comm->allreduce_chunk_bytes() / x.esize;
+  if (x.post == 1.0 || piece <= 0 || piece >= n || r.device.kind != DeviceKind::kCPU) {
+    HVD_RETURN_IF_ERROR(Collective(ctx, r, x, in, out, n));
+    return mem.ScaleCopy(out, out, n, x.dt, x.post);
+  }
+  for (int64_t done = 0; done < n; done += piece) {
+    const int64_t m = std::min(piece, n - done);
+    auto* dst = static_cast<uint8_t*>(out) + done * x.esize;
+    const void* src = in == out ? dst : static_cast<const uint8_t*>(in) + done * x.esize;
+    HVD_RETURN_IF_ERROR(Collective(ctx, r, x, src, dst, m));
+    HVD_RETURN_IF_ERROR(mem.ScaleCopy(dst, dst, m, x.dt, x.post));
+  }
+  return Status::OK();
+}
+
 // One tensor: in place in the caller's output (or, for a joined rank,
 // zeros in the fusion buffer).
 Status RunSingle(ExecContext& ctx, const Response& r, const Reduction& x, TensorEntry* e) {
@@ -51,8 +74,7 @@ Status RunSingle(ExecContext& ctx, const Response& r, const Reduction& x, Tensor
   if (e && r.prescale == 1.0 && e->input != e->output && r.device.kind == DeviceKind::kCPU) {
     // Out of place on the host: the backend reads the input directly
     // instead of a copy first (one pass over the data less).
-    HVD_RETURN_IF_ERROR(Collective(ctx, r, x, e->input, e->output, n));
-    return mem.ScaleCopy(e->output, e->output, n, x.dt, x.post);
+    return ReduceAndScale(ctx, r, x, e->input, e->output, n);
   }
   void* buf;
   if (e) {
@@ -62,9 +84,8 @@ Status RunSingle(ExecContext& ctx, const Response& r, const Reduction& x, Tensor
     HVD_RETURN_IF_ERROR(mem.Fusion(n * x.esize, &buf));
     HVD_RETURN_IF_ERROR(mem.Zero(buf, n, x.dt));
   }
-  HVD_RETURN_IF_ERROR(Collective(ctx, r, x, buf, buf, n));
-  if (e) HVD_RETURN_IF_ERROR(mem.ScaleCopy(buf, buf, n, x.dt, x.post));
-  return Status::OK();
+  if (!e) return Collective(ctx, r, x, buf, buf, n);
+  return ReduceAndScale(ctx, r, x, buf, buf, n);
 }
 
 // Copies (and prescales) every input into the fusion buffer; zeros for
@@ -135,8 +156,7 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
     const int64_t bytes = total * x.esize;
     const bool disjoint = out + bytes <= in || in + bytes <= out;
     if (in == out || disjoint) {
-      HVD_RETURN_IF_ERROR(Collective(ctx, r, x, in, out, total));
-      return mem.ScaleCopy(out, out, total, x.dt, x.post);
+      return ReduceAndScale(ctx, r, x, in, out, total);
     }
   }
   void* fusion = nullptr;

@@ -106,6 +106,29 @@ TEST(Allreduce, EveryTypeAndOp) {
   }
 }
 
+// Averages larger than the backend's allreduce piece (512 KiB inside one
+// host on the project's VM, 4 MiB across hosts) are scaled piece by piece:
+// every piece, the short last one included, must come out averaged once.
+TEST(Allreduce, AverageOverManyPieces) {
+  const int64_t n = (5LL << 20) / 4 + 7;  // over one 4 MiB piece, odd tail
+  for (T t : {T::f32, T::f64}) {
+    for (bool in_place : {false, true}) {
+      Tensor in(t, {n}), out(t, {n});
+      for (int64_t i = 0; i < n; ++i) in.Set(i, V(R(), i));
+      Tensor& dst = in_place ? in : out;
+      const std::string name =
+          std::string("avg.pieces.") + hvdtest::Name(t) + (in_place ? ".inplace" : "");
+      ASSERT_EQ(Allreduce(name.c_str(), in, dst, HVD_OP_AVERAGE), HVD_OK) << hvd_last_error();
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = Expected(HVD_OP_AVERAGE, i, t);
+        if (std::fabs(dst.Get(i) - e) > Tolerance(t, e)) ++bad;
+      }
+      EXPECT_EQ(bad, 0) << name;
+    }
+  }
+}
+
 TEST(Allreduce, InPlaceAndScaled) {
   for (T t : {T::f32, T::f64, T::f16, T::i32}) {
     Tensor a(t, {2, 3});

@@ -23,6 +23,7 @@ class MpiComm : public Comm {
   const char* backend_name() const override { return "MPI"; }
   void SetAllreduceChunkBytes(int64_t bytes) override { chunk_bytes_ = bytes; }
   int64_t fusion_solo_bytes() const override { return chunk_bytes_ / 4; }
+  int64_t allreduce_chunk_bytes() const override { return chunk_bytes_; }
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
