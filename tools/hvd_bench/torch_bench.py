@@ -23,9 +23,13 @@ Optimizer step (--optimizer, on by default): the parameters of the
 torch_digits model and of ResNet-50 (resnet50_grads.txt) with gradients in
 place; one step is the hooks DistributedOptimizer registers (called in
 backward order, as backward would) plus synchronize(): every gradient
-submitted, reduced and written back. Compared with hvd_bench on the same
-shapes with --gap 16 (separately allocated gradients are not adjacent), and
-shown next to the wrapped SGD update alone.
+submitted, reduced and written back. In the same launch, alternated
+iteration by iteration (so load changes hit them alike): the same step with
+op=Sum, and plain allreduce_async_(op=Sum) on the same gradient tensors
+(hvd_bench's pattern through hvd.torch). Also compared with hvd_bench on the
+same shapes with --gap 16 (separately allocated gradients are not adjacent;
+Sum, a separate launch: hvd_bench has no Average), and shown next to the
+wrapped SGD update alone.
 """
 import argparse
 import csv
