@@ -23,9 +23,13 @@ Optimizer step (--optimizer, on by default): the parameters of the
 torch_digits model and of ResNet-50 (resnet50_grads.txt) with gradients in
 place; one step is the hooks DistributedOptimizer registers (called in
 backward order, as backward would) plus synchronize(): every gradient
-submitted, reduced and written back. Compared with hvd_bench on the same
-shapes with --gap 16 (separately allocated gradients are not adjacent), and
-shown next to the wrapped SGD update alone.
+submitted, reduced and written back. In the same launch, alternated
+iteration by iteration (so load changes hit them alike): the same step with
+op=Sum, and plain allreduce_async_(op=Sum) on the same gradient tensors
+(hvd_bench's pattern through hvd.torch). Also compared with hvd_bench on the
+same shapes with --gap 16 (separately allocated gradients are not adjacent;
+Sum, a separate launch: hvd_bench has no Average), and shown next to the
+wrapped SGD update alone.
 """
 import argparse
 import csv
@@ -130,30 +134,64 @@ def worker(args):
             params = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
             for p in params:
                 p.grad = torch.full(p.shape, float(r + 1))
-            opt = hvd.DistributedOptimizer(torch.optim.SGD(params, lr=1e-9, momentum=0.9),
-                                           named_parameters=[("p%d" % i, p)
-                                                             for i, p in enumerate(params)])
-            # The hooks backward would call, in backward's order (an internal API).
-            hooks = [opt._make_hook(st) for st in reversed(opt._params)]
+
+            def wrap(op, prefix):
+                opt = hvd.DistributedOptimizer(
+                    torch.optim.SGD(params, lr=1e-9, momentum=0.9), op=op,
+                    named_parameters=[("%s%d" % (prefix, i), p) for i, p in enumerate(params)])
+                # The hooks backward would call, in backward's order (an internal API).
+                return opt, [opt._make_hook(st) for st in reversed(opt._params)]
+
+            opt, hooks = wrap(hvd.Average, "p")
+            opt_sum, hooks_sum = wrap(hvd.Sum, "s")
+            grads = [p.grad for p in reversed(params)]
+            raw_names = ["raw.%s.%d" % (label, i) for i in range(len(grads))]
             local = torch.optim.SGD(params, lr=1e-9, momentum=0.9)
-            comm, step, sgd = [], [], []
+
+            def opt_step(o, hs):
+                def f():
+                    for hook in hs:
+                        hook()
+                    o.synchronize()
+                return f
+
+            def raw_step():
+                # hvd_bench's pattern on the same (separately allocated) gradients.
+                handles = [hvd.allreduce_async_(g, name=nm, op=hvd.Sum)
+                           for g, nm in zip(grads, raw_names)]
+                for h in handles:
+                    hvd.synchronize(h)
+
+            # Alternated iteration by iteration, so load changes on this
+            # shared machine hit all of them alike: Average (what the
+            # optimizer does), Sum (the C API comparison's op) and the raw
+            # pattern through hvd.torch.
+            variants = [("hooks+synchronize", opt_step(opt, hooks)),
+                        ("hooks+synchronize, op=Sum", opt_step(opt_sum, hooks_sum)),
+                        ("allreduce_async_ Sum, same grads", raw_step)]
+            times = {k: [] for k, _ in variants}
+            step, sgd = [], []
             for it in range(args.opt_warmup + args.opt_iters):
+                for key, fn in variants:
+                    hvd.barrier()
+                    t0 = time.perf_counter()
+                    fn()
+                    t1 = time.perf_counter()
+                    if it >= args.opt_warmup:
+                        times[key].append((t1 - t0) * 1e3)
                 hvd.barrier()
                 t0 = time.perf_counter()
-                for hook in hooks:
-                    hook()
-                opt.synchronize()
-                t1 = time.perf_counter()
+                opt_step(opt, hooks)()
                 with opt.skip_synchronize():
                     opt.step()
                 t2 = time.perf_counter()
                 local.step()
                 t3 = time.perf_counter()
                 if it >= args.opt_warmup:
-                    comm.append((t1 - t0) * 1e3)
                     step.append((t2 - t0) * 1e3)
                     sgd.append((t3 - t2) * 1e3)
-            emit(label, "hvd.torch hooks+synchronize", statistics.median(comm))
+            for key, _ in variants:
+                emit(label, "hvd.torch " + key, statistics.median(times[key]))
             emit(label, "hvd.torch step (+SGD update)", statistics.median(step))
             emit(label, "SGD update alone", statistics.median(sgd))
 
@@ -293,13 +331,20 @@ def driver(args):
     if args.optimizer:
         print("\nDistributedOptimizer step, backward excluded (C API: hvd_bench --in-place "
               "--gap 16 on the same shapes)\n")
-        print("%-10s %-26s %-26s %-7s %-26s %s" % ("model", "hooks+synchronize", "C API",
-                                                   "ratio", "step (+SGD update)", "SGD alone"))
+        print("%-10s %-26s %-26s %-26s %-26s %-7s %-7s %-26s %s" % (
+            "model", "hooks+synchronize", "same, op=Sum", "allreduce_async_ Sum",
+            "C API (Sum)", "ratio", "ratio", "step (+SGD update)", "SGD alone"))
+        print("%-10s %-26s %-26s %-26s %-26s %-7s %-7s" % ("", "(Average)", "", "same grads", "",
+                                                           "/C API", "Sum/C"))
         for label, _ in opt_files:
             comm = py[(label, "hvd.torch hooks+synchronize")]
+            comm_sum = py[(label, "hvd.torch hooks+synchronize, op=Sum")]
+            raw = py[(label, "hvd.torch allreduce_async_ Sum, same grads")]
             ratios = [a / b for a, b in zip(comm, cgap[label])]
-            print("%-10s %-26s %-26s %-7s %-26s %s" % (
-                label, spread(comm), spread(cgap[label]), "%.2fx" % statistics.median(ratios),
+            ratios_sum = [a / b for a, b in zip(comm_sum, cgap[label])]
+            print("%-10s %-26s %-26s %-26s %-26s %-7s %-7s %-26s %s" % (
+                label, spread(comm), spread(comm_sum), spread(raw), spread(cgap[label]),
+                "%.2fx" % statistics.median(ratios), "%.2fx" % statistics.median(ratios_sum),
                 spread(py[(label, "hvd.torch step (+SGD update)")]),
                 spread(py[(label, "SGD update alone")])))
 
@@ -326,7 +371,7 @@ def main():
                    "BUILD/python; e.g. an older build, for before/after figures)")
     p.add_argument("--no-optimizer", dest="optimizer", action="store_false",
                    help="skip the DistributedOptimizer step")
-    p.add_argument("--opt-iters", type=int, default=30)
+    p.add_argument("--opt-iters", type=int, default=20)
     p.add_argument("--opt-warmup", type=int, default=3)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
