@@ -33,21 +33,38 @@ T Mul(T a, T b) {
   }
 }
 
+// dst[i] = f(dst[i], src[i]) in blocks of a fixed size. GCC's -O2 cost
+// model vectorises only loops whose vector code replaces the scalar loop
+// entirely, and dst may be src, so the plain loop stays scalar: 3x slower
+// over 97 MiB of floats on the project's VM. Each block is computed into a
+// temporary before it is stored, which keeps dst == src exact.
+template <typename T, typename F>
+void Blocked(T* dst, const T* src, int64_t n, F f) {
+  constexpr int kBlock = 16;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    T tmp[kBlock];
+    for (int k = 0; k < kBlock; ++k) tmp[k] = f(dst[i + k], src[i + k]);
+    for (int k = 0; k < kBlock; ++k) dst[i + k] = tmp[k];
+  }
+  for (; i < n; ++i) dst[i] = f(dst[i], src[i]);
+}
+
 template <typename T>
 void ReduceTyped(T* dst, const T* src, int64_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAverage:
-      for (int64_t i = 0; i < n; ++i) dst[i] = Add(dst[i], src[i]);
+      Blocked(dst, src, n, [](T a, T b) { return Add(a, b); });
       break;
     case ReduceOp::kMin:
-      for (int64_t i = 0; i < n; ++i) dst[i] = std::min(dst[i], src[i]);
+      Blocked(dst, src, n, [](T a, T b) { return std::min(a, b); });
       break;
     case ReduceOp::kMax:
-      for (int64_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
+      Blocked(dst, src, n, [](T a, T b) { return std::max(a, b); });
       break;
     case ReduceOp::kProduct:
-      for (int64_t i = 0; i < n; ++i) dst[i] = Mul(dst[i], src[i]);
+      Blocked(dst, src, n, [](T a, T b) { return Mul(a, b); });
       break;
     case ReduceOp::kAdasum:  // not element-wise: core/ops/adasum.cc, never here
       break;
@@ -90,14 +107,14 @@ void ScaleTyped(T* dst, const T* src, int64_t n, double f) {
 
 template <>
 void ScaleTyped<double>(double* dst, const double* src, int64_t n, double f) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * f;
+  Blocked(dst, src, n, [f](double, double s) { return s * f; });
 }
 
 template <>
 void ScaleTyped<float>(float* dst, const float* src, int64_t n, double f) {
-  // Multiply in float so the compiler vectorises; the factor is a float too.
+  // Multiply in float so it vectorises; the factor is a float too.
   const float ff = static_cast<float>(f);
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * ff;
+  Blocked(dst, src, n, [ff](float, float s) { return s * ff; });
 }
 
 template <typename H>

@@ -2,9 +2,11 @@
 // format, the response cache, fusion planning, configuration parsing and reductions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "core/common/config.h"
 #include "core/common/dtype_dispatch.h"
@@ -446,6 +448,37 @@ TEST(Autotune, OptimizerFindsTheMaximumOfASmoothFunction) {
   }
   auto best = bo.Best();
   EXPECT_GT(f(best), -0.01) << best[0] << ", " << best[1];
+}
+
+// The element-wise loops run in blocks of 16 plus a tail: lengths around a
+// block boundary, in place and out of place, give the scalar results.
+TEST(Reduce, BlockedLoopsMatchElementByElement) {
+  for (int64_t n : {0, 1, 15, 16, 17, 37}) {
+    std::vector<float> a(n), b(n), out(n);
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(i % 7) - 3;
+      b[i] = static_cast<float>(i % 5) - 1;
+    }
+    const struct {
+      ReduceOp op;
+      float (*f)(float, float);
+    } cases[] = {{ReduceOp::kSum, [](float x, float y) { return x + y; }},
+                 {ReduceOp::kMin, [](float x, float y) { return std::min(x, y); }},
+                 {ReduceOp::kMax, [](float x, float y) { return std::max(x, y); }},
+                 {ReduceOp::kProduct, [](float x, float y) { return x * y; }}};
+    for (const auto& c : cases) {
+      std::vector<float> d = a;
+      ReduceInto(d.data(), b.data(), n, DataType::kFloat32, c.op);
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(d[i], c.f(a[i], b[i])) << n << " " << i;
+    }
+    ScaleCopy(out.data(), a.data(), n, DataType::kFloat32, 0.5);
+    std::vector<float> in_place = a;
+    ScaleCopy(in_place.data(), in_place.data(), n, DataType::kFloat32, 0.5);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(out[i], a[i] * 0.5f);
+      EXPECT_EQ(in_place[i], a[i] * 0.5f);
+    }
+  }
 }
 
 }  // namespace
