@@ -94,7 +94,7 @@ shape_file() {
 workload_args() {
   case "$1" in
   W1 | W2 | W2b | W3) echo "--workloads $1" ;;
-  *) echo "--workloads , --shapes $(shape_file "$1")" ;;
+  *) echo "--workloads $(shape_file "$1")" ;;  # a shape-file path is a workload
   esac
 }
 
