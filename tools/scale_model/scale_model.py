@@ -24,8 +24,9 @@ change; see docs/scaling.md):
   calibrate LOCAL.csv [-o params.json]
       derive hvd's costs from hvd_bench rows (calibrate.sh writes them)
   validate SHAPED.csv [--params params.json]
-      predict every measured shaped-cluster row (link goodput and call
-      latency from the same session's np=2 and W3 rows); report the error
+      predict every measured shaped-cluster row (link goodput from
+      params.json, measured by netns_cluster.sh check; call latency from
+      the session's raw W3 rows at the same np); report the error
   table SHAPED.csv
       markdown tables of a session: median (range) ms, time / wire limit
   published [--params params.json] [--plot docs/scaling.png]
@@ -420,7 +421,8 @@ def predict_shaped(row, p, latencies, cycles):
     idle machine); call latency and hvd's cycle cost: the session's W3 rows
     at the same np (for the cross-host calls of the hierarchy: at np =
     hosts); hvd's per-tensor cost: calibrate.sh."""
-    backend, impl = row["backend"], row["impl"]
+    backend = row["backend"]
+    impl = row["impl"].replace(" (hvd idle)", "")  # the same pattern, hvd idle beside it
     P, L = int(row["np"]), int(row["per_host"])
     lat = latencies.get((backend, P))
     if lat is None or row["workload"] in ("W1", "W3") or row["label"] == "link":
