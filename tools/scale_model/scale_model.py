@@ -417,8 +417,8 @@ def flat_algorithm(backend):
 
 def predict_shaped(row, p, latencies, cycles):
     """Predicted seconds for one measure_shaped.sh row (None: not modelled):
-    the time the links allow. Link goodput: p["link"] (one TCP stream on an
-    idle machine); call latency and hvd's cycle cost: the session's W3 rows
+    the time the links allow. Link goodput: p["link"] (one TCP stream,
+    netns_cluster.sh check); call latency and hvd's cycle cost: the session's W3 rows
     at the same np (for the cross-host calls of the hierarchy: at np =
     hosts); hvd's per-tensor cost: calibrate.sh."""
     backend = row["backend"]
