@@ -31,6 +31,7 @@
 #                                  below set; afterwards kill whatever CMD left
 #                                  running in the namespaces.
 #   netns_cluster.sh status        Hosts, addresses, qdiscs.
+#   netns_cluster.sh check         Goodput of one TCP stream, host 1 to host 2.
 #   netns_cluster.sh exec HOST CMD [ARGS...]
 #                                  Run CMD (argv) on HOST, whose host name is
 #                                  then HOST (own UTS namespace). Usable as
@@ -206,6 +207,30 @@ down)
   down
   ;;
 status) status ;;
+check)
+  # Goodput of one TCP stream from the first host to the second, 3 s.
+  status > /dev/null || die "check: the cluster is not up"
+  set -- $(hosts)
+  [ $# -ge 2 ] || die "check: needs two hosts"
+  py=/usr/bin/python3
+  ip netns exec "$2" timeout 10 "$py" -c '
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 5201)); s.listen(1); c, _ = s.accept(); n = 0; t0 = time.time()
+while True:
+    b = c.recv(1 << 20)
+    if not b: break
+    n += len(b)
+dt = time.time() - t0
+print("%.1f MB/s (%.0f MB in %.2f s)" % (n / 1e6 / dt, n / 1e6, dt))' &
+  sleep 0.5
+  ip netns exec "$1" timeout 10 "$py" -c '
+import socket, time
+c = socket.create_connection(("'"$NET"'.12", 5201)); buf = b"x" * (1 << 20); t0 = time.time()
+while time.time() - t0 < 3: c.sendall(buf)
+c.close()'
+  wait
+  ;;
 exec)
   [ $# -ge 2 ] || die "usage: exec HOST CMD [ARGS...]"
   host=$1

@@ -22,7 +22,8 @@
 # Every launch runs under 'netns_cluster.sh run -t S'; the cluster is
 # brought up per host count and always torn down on exit. Columns:
 #   date,label,np,hosts,per_host,rate,backend,rep,load1_before,load1_after,
-#   workload,tensors,bytes,impl,median_ms,busbw_gbs,ratio
+#   workload,tensors,bytes,impl,median_ms,min_ms,max_ms,busbw_gbs,ratio
+# (median_ms, min_ms, max_ms: hvd_bench's median and range over --rounds)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -76,7 +77,7 @@ done
 
 trap '"$CLUSTER" down' EXIT
 trap 'exit 1' INT TERM
-[ -s "$OUT" ] || echo "date,label,np,hosts,per_host,rate,backend,rep,load1_before,load1_after,workload,tensors,bytes,impl,median_ms,busbw_gbs,ratio" > "$OUT"
+[ -s "$OUT" ] || echo "date,label,np,hosts,per_host,rate,backend,rep,load1_before,load1_after,workload,tensors,bytes,impl,median_ms,min_ms,max_ms,busbw_gbs,ratio" > "$OUT"
 TMP=$(mktemp -d)
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
@@ -93,7 +94,7 @@ shape_file() {
 workload_args() {
   case "$1" in
   W1 | W2 | W2b | W3) echo "--workloads $1" ;;
-  *) echo "--workloads , --shapes $(shape_file "$1")" ;;
+  *) echo "--workloads $(shape_file "$1")" ;;  # a shape-file path is a workload
   esac
 }
 
@@ -161,9 +162,12 @@ for np in $NPS; do
           continue
         fi
         d=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-        tail -n +2 "$TMP/rows.csv" | while IFS=, read -r wl impl ms bw ratio; do
-          echo "$d,$LABEL,$np,$hosts,$PER_HOST,$RATE,$backend,$rep,$before,$after,$w,$tensors,$bytes,$impl,$ms,$bw,$ratio"
-        done | tee -a "$OUT"
+        # The last five fields are numbers; an implementation name may hold a
+        # comma ("raw MPI chunked, cache-sized"), so it is quoted.
+        tail -n +2 "$TMP/rows.csv" | awk -F, -v pre="$d,$LABEL,$np,$hosts,$PER_HOST,$RATE,$backend,$rep,$before,$after,$w,$tensors,$bytes" '{
+          impl = $2; for (i = 3; i <= NF - 5; i++) impl = impl "," $i
+          printf "%s,\"%s\",%s,%s,%s,%s,%s\n", pre, impl, $(NF-4), $(NF-3), $(NF-2), $(NF-1), $NF
+        }' | tee -a "$OUT"
       done
     done
   done

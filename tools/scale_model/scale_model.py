@@ -24,8 +24,9 @@ change; see docs/scaling.md):
   calibrate LOCAL.csv [-o params.json]
       derive hvd's costs from hvd_bench rows (calibrate.sh writes them)
   validate SHAPED.csv [--params params.json]
-      predict every measured shaped-cluster row (link goodput and call
-      latency from the same session's np=2 and W3 rows); report the error
+      predict every measured shaped-cluster row (link goodput from
+      params.json, measured by netns_cluster.sh check; call latency from
+      the session's raw W3 rows at the same np); report the error
   table SHAPED.csv
       markdown tables of a session: median (range) ms, time / wire limit
   published [--params params.json] [--plot docs/scaling.png]
@@ -359,13 +360,14 @@ def calibrate_local(rows):
 
 
 def session_latencies(rows, impl="raw"):
-    """(backend, np) -> median seconds of a 1 KiB allreduce (W3) in the
-    session: raw calls (impl "raw") or through hvd (impl "hvd")."""
+    """(backend, np) -> seconds of a 1 KiB allreduce (W3) in the session, raw
+    calls (impl "raw") or through hvd ("hvd"): the least over its launches,
+    the one other jobs on the machine disturbed least."""
     out = {}
     for r in rows:
         if r["workload"] == "W3" and r["impl"].startswith(impl):
             out.setdefault((r["backend"], int(r["np"])), []).append(fnum(r, "median_ms") * 1e-3)
-    return {k: median(v) for k, v in out.items()}
+    return {k: min(v) for k, v in out.items()}
 
 
 def session_cycles(rows):
@@ -373,28 +375,6 @@ def session_cycles(rows):
     the cluster (negotiation over the links): W3 through hvd less raw W3."""
     raw, hvd = session_latencies(rows, "raw"), session_latencies(rows, "hvd")
     return {k: max(0.0, hvd[k] - raw[k]) for k in raw if k in hvd}
-
-
-def calibrate_link(rows):
-    """Per backend: goodput of one shaped host link, from the 'link' rows of
-    measure_shaped.sh (np=2, one rank per host: a raw allreduce of S bytes
-    sends S bytes each way), less the session's call latency at np=2."""
-    lat = session_latencies(rows)
-    out = {}
-    for backend in sorted({r["backend"] for r in rows if r["label"] == "link"}):
-        t = median(
-            [
-                fnum(r, "median_ms") * 1e-3
-                for r in rows
-                if r["label"] == "link"
-                and r["backend"] == backend
-                and r["workload"] == "W1"
-                and r["impl"].startswith("raw")
-            ]
-        )
-        l2 = lat.get((backend, 2), 0.0)
-        out[backend] = {"link_bw": 64 * 2**20 / (t - l2), "latency_np2": l2}
-    return out
 
 
 def load_params(path):
@@ -427,26 +407,29 @@ def hvd_framework(p, backend, algorithm, cycle_cost):
     )
 
 
-def predict_shaped(row, p, links, latencies, cycles):
-    """Predicted seconds for one measure_shaped.sh row (None: not modelled).
-
-    Link goodput from the session's np=2 rows; call latency and hvd's cycle
-    cost from its W3 rows at the same np (for the cross-host calls of the
-    hierarchy: at np = hosts); hvd's per-tensor cost from calibrate.sh.
-    """
-    backend, impl = row["backend"], row["impl"]
-    P, L = int(row["np"]), int(row["per_host"])
-    link = links.get(backend)
-    lat = latencies.get((backend, P))
-    if link is None or lat is None or row["workload"] == "W3":
-        return None
-    cl = Cluster(P, L, link["link_bw"], 0.0, call_latency=lat)
-    sizes = load_tensor_bytes(row["workload"]) if row["workload"] != "W1" else [64 * 2**20]
+def flat_algorithm(backend):
     # Open MPI's allreduce of large messages (recursive halving, then
     # doubling) with ranks placed by host crosses the host links as the
     # hierarchy does: 2(H-1)/H of the bytes (measured with the links' byte
     # counters); Gloo's ring carries 2(P-1)/P.
-    flat = "hierarchical" if backend == "mpi" else "ring"
+    return "hierarchical" if backend == "mpi" else "ring"
+
+
+def predict_shaped(row, p, latencies, cycles):
+    """Predicted seconds for one measure_shaped.sh row (None: not modelled):
+    the time the links allow. Link goodput: p["link"] (one TCP stream,
+    netns_cluster.sh check); call latency and hvd's cycle cost: the session's W3 rows
+    at the same np (for the cross-host calls of the hierarchy: at np =
+    hosts); hvd's per-tensor cost: calibrate.sh."""
+    backend = row["backend"]
+    impl = row["impl"].replace(" (hvd idle)", "")  # the same pattern, hvd idle beside it
+    P, L = int(row["np"]), int(row["per_host"])
+    lat = latencies.get((backend, P))
+    if lat is None or row["workload"] in ("W1", "W3") or row["label"] == "link":
+        return None
+    cl = Cluster(P, L, p["link"]["goodput"], 0.0, call_latency=lat)
+    sizes = load_tensor_bytes(row["workload"])
+    flat = flat_algorithm(backend)
     if impl == "hvd":
         hier = row["label"].startswith("hier")
         fw = hvd_framework(p, backend, "hierarchical" if hier else flat,
@@ -466,35 +449,43 @@ def predict_shaped(row, p, links, latencies, cycles):
 def cmd_validate(args):
     p = load_params(args.params)
     rows = read_rows(args.shaped)
-    links = calibrate_link(rows)
     latencies = session_latencies(rows)
     cycles = session_cycles(rows)
-    print("link (from the np=2 rows):", json.dumps(links))
+    print("link goodput %.1f MB/s (%s)" % (p["link"]["goodput"] / 1e6, p["link"]["source"]))
     print("hvd cycle cost (W3 hvd - raw):", ", ".join(
         "%s np=%d %.2f ms" % (b, n, 1e3 * v) for (b, n), v in sorted(cycles.items())))
     print("call latency (W3, raw):", ", ".join(
         "%s np=%d %.2f ms" % (b, n, 1e3 * v) for (b, n), v in sorted(latencies.items())))
-    print("%-4s %-6s %-5s %-13s %-20s %9s %9s %7s %6s" % (
-        "np", "label", "bknd", "workload", "impl", "meas_ms", "model_ms", "err", "load"))
+    print("measured: median over the launches (range min-max); err against the median")
+    print("%-4s %-6s %-5s %-13s %-20s %4s %9s %15s %9s %7s %6s" % (
+        "np", "label", "bknd", "workload", "impl", "runs", "meas_ms", "range_ms", "model_ms", "err",
+        "load"))
     errs = []
+    for key, rs in sorted(shaped_groups(rows).items(), key=lambda kv: (int(kv[0][0]), kv[0][1:])):
+        pred = predict_shaped(rs[0], p, latencies, cycles)
+        if pred is None:
+            continue
+        ms = [fnum(r, "median_ms") for r in rs]
+        meas = median(ms)
+        err = pred * 1e3 / meas - 1
+        errs.append((key, err))
+        rng = "%.1f-%.1f" % (min(ms), max(ms))
+        print("%-4s %-6s %-5s %-13s %-20s %4d %9.1f %15s %9.1f %+6.1f%% %6.1f" % (
+            key[0], key[1], key[2], key[3], key[4], len(rs), meas, rng, pred * 1e3, 100 * err,
+            median([fnum(r, "load1_before") for r in rs])))
+    for b in ("gloo", "mpi"):
+        e = [x for k, x in errs if k[2] == b]
+        print("%s: within 15%%: %d of %d" % (b, sum(1 for x in e if abs(x) <= 0.15), len(e)))
+
+
+def shaped_groups(rows):
+    """(np, label, backend, workload, impl) -> the rows of its launches."""
     groups = {}
     for r in rows:
         if r["label"] == "link" or int(r["np"]) < 4:
             continue
-        key = (r["np"], r["label"], r["backend"], r["workload"], r["impl"])
-        groups.setdefault(key, []).append(r)
-    for key, rs in sorted(groups.items(), key=lambda kv: (int(kv[0][0]), kv[0][1:])):
-        meas = median([fnum(r, "median_ms") for r in rs])
-        pred = predict_shaped(rs[0], p, links, latencies, cycles)
-        if pred is None:
-            continue
-        err = pred * 1e3 / meas - 1
-        errs.append((key, err))
-        load = median([fnum(r, "load1_before") for r in rs])
-        print("%-4s %-6s %-5s %-13s %-20s %9.1f %9.1f %+6.1f%% %6.1f" % (
-            key[0], key[1], key[2], key[3], key[4], meas, pred * 1e3, 100 * err, load))
-    within = sum(1 for _, e in errs if abs(e) <= 0.15)
-    print("within 15%%: %d of %d" % (within, len(errs)))
+        groups.setdefault((r["np"], r["label"], r["backend"], r["workload"], r["impl"]), []).append(r)
+    return groups
 
 
 def cmd_calibrate(args):
@@ -727,18 +718,12 @@ def plot_published(path, results, frameworks, shaped_csv, p):
     if shaped_csv:
         ax = axes[3]
         rows = read_rows(shaped_csv)
-        links = calibrate_link(rows)
         latencies = session_latencies(rows)
         cycles = session_cycles(rows)
         for backend, marker in (("gloo", "o"), ("mpi", "s")):
             xs, ys = [], []
-            groups = {}
-            for r in rows:
-                if r["backend"] != backend or r["label"] == "link" or int(r["np"]) < 4:
-                    continue
-                groups.setdefault((r["np"], r["label"], r["workload"], r["impl"]), []).append(r)
-            for rs in groups.values():
-                pred = predict_shaped(rs[0], p, links, latencies, cycles)
+            for key, rs in shaped_groups(rows).items():
+                pred = predict_shaped(rs[0], p, latencies, cycles) if key[2] == backend else None
                 if pred:
                     xs.append(median([fnum(r, "median_ms") for r in rs]) / 1e3)
                     ys.append(pred)
