@@ -263,11 +263,11 @@ def step_time(model, gpus, fw, g):
         new_busy = []
         comm_end = loop(sizes, ready, fw, g, gpus, new_busy)
         busy = new_busy
-    return step.compute, max(end, comm_end)
+    return step.compute, max(end, comm_end), len(busy)
 
 
 def efficiency(model, gpus, fw, g):
-    compute, total = step_time(model, gpus, fw, g)
+    compute, total, _ = step_time(model, gpus, fw, g)
     return compute / total
 
 
@@ -389,6 +389,14 @@ def ablation(p, g, scales=(128, 512)):
         ("all four", replace(hvd, t_tensor=hor.t_tensor)),
         ("hvd flat", hvd),
     ]
+    n = scales[-1]
+    print("at %d GPUs: one ring allreduce call's latency %.1f ms; Horovod's rank 0 spends %.1f ms of"
+          " control messages per cycle and %.1f ms per bucket; hvd's cycle %.2f ms" % (
+              n, 1e3 * ring_allreduce(1e-9, n, g), 1e3 * hor.neg_cycle(n), 1e3 * hor.neg_bucket(n),
+              1e3 * hvd.neg_cycle(n)))
+    print("allreduce calls per step at %d GPUs, Horovod model / hvd flat: %s" % (n, ", ".join(
+        "%s %d / %d" % (TITLES[m], step_time(m, n, hor, g)[2], step_time(m, n, hvd, g)[2])
+        for m in PASCAL_IMAGES_PER_S)))
     print("one difference at a time (efficiency %% at %s GPUs):" % " and ".join(map(str, scales)))
     print("%-48s " % "" + " ".join("%-13s" % TITLES[m] for m in PASCAL_IMAGES_PER_S))
     for label, fw in steps:
