@@ -137,30 +137,42 @@ class GpuFramework:
     fusion_bytes: float
     t_tensor: float  # s of the loop per tensor (bookkeeping, copy launches)
     t_call: float  # s of the loop per bucket (NCCL launch)
-    neg_cycle: object  # P -> s of negotiation per cycle
+    neg_cycle: object  # (P, tensors in the cycle) -> s of negotiation per cycle
     neg_bucket: object  # P -> s of control messages per bucket
     allreduce: object  # (nbytes, gpus, g) -> s
     copy_bw: float = 200e9  # bytes/s, device-to-device fusion-buffer copies
     burst_wait: float = 10e-6  # hvd: quiet time that ends a submission burst
 
 
-def horovod_published_framework(g):
-    """Horovod 0.9-0.13 (operations.cc at 8318a898, 2018-05-10): the loop
-    sleeps 5 ms before every cycle; every rank sends rank 0 its request list
-    and a DONE message (2 (P-1) receives at rank 0); rank 0 sends every fused
+# The Horovod code each published point ran on, by date: until #188
+# (06e2f2d2, 2018-03-01) every rank sent rank 0 one MPI message per
+# request (mpi_ops.cc at 830ef659 and 6bb6a2db); from then on one request
+# list per cycle (operations.cc at 8318a898).
+HOROVOD_VERSION = {16: 2017, 128: 2017, 512: 2018}
+
+
+def horovod_published_framework(g, version=2018):
+    """Horovod 0.9-0.13 (operations.cc at 8318a898, 2018-05-10; mpi_ops.cc
+    at 830ef659 and 6bb6a2db, 2017): the loop sleeps 5 ms before every
+    cycle; every rank sends rank 0 its requests (2017: one message per
+    tensor; 2018: one list) and a DONE message; rank 0 sends every fused
     response to each rank in turn before it runs it ((P-1) sends per bucket)
     and a DONE to each at the end of the cycle; no response cache; 64 MiB
     fusion; ncclAllReduce queued on a stream, completion left to a detached
     finalizer thread, so the loop does not wait for the bytes."""
+    if version == 2017:
+        neg = lambda P, k: 100e-6 + (k + 2) * (P - 1) * g.ctrl_msg  # noqa: E731
+    else:
+        neg = lambda P, k: 100e-6 + 3 * (P - 1) * g.ctrl_msg  # noqa: E731
     return GpuFramework(
-        name="Horovod model",
+        name="Horovod %d model" % version,
         cycle=5e-3,
         sleeps_every_cycle=True,
         async_launch=True,
         fusion_bytes=64 * 2**20,
         t_tensor=20e-6,  # request bookkeeping, copy launches (assumption)
         t_call=50e-6,  # NCCL launch, events for the finalizer (assumption)
-        neg_cycle=lambda P: 100e-6 + 3 * (P - 1) * g.ctrl_msg,
+        neg_cycle=neg,
         neg_bucket=lambda P: (P - 1) * g.ctrl_msg,
         allreduce=ring_allreduce,
     )
@@ -184,7 +196,7 @@ def hvd_gpu_framework(p, g, backend="mpi", hierarchical=False):
         fusion_bytes=128 * 2**20,
         t_tensor=10e-6 + c["t_tensor"],  # + a batched copy launch share (assumption)
         t_call=50e-6,
-        neg_cycle=lambda P: c["neg_base"] + g.ctrl_latency * math.log2(max(P, 2)),
+        neg_cycle=lambda P, k: c["neg_base"] + g.ctrl_latency * math.log2(max(P, 2)),
         neg_bucket=lambda P: 0.0,
         allreduce=hvd_hierarchical_allreduce if hierarchical else ring_allreduce,
     )
@@ -220,7 +232,7 @@ def loop(tensor_bytes, ready, fw, g, gpus, busy):
         take = pending
         while take < n and ready[order[take]] <= t:
             take += 1
-        t += fw.neg_cycle(gpus)
+        t += fw.neg_cycle(gpus, take - pending)
         if take == pending:
             continue
         batch = [tensor_bytes[order[k]] for k in range(pending, take)]
@@ -286,15 +298,20 @@ def fit_horovod(base=None):
         for fab in [0.02 * i for i in range(16)]:
             for gam in [0.05 * i for i in range(11)]:
                 g = replace(base, link_bw=bw, fabric=fab, gamma=gam)
-                fw = horovod_published_framework(g)
-                err = sum((efficiency(m, n, fw, g) - PUBLISHED[n][m]) ** 2 for n, m in FIT_POINTS)
+                err = sum((efficiency(m, n, horovod_at(n, g), g) - PUBLISHED[n][m]) ** 2
+                          for n, m in FIT_POINTS)
                 if best is None or err < best[0]:
                     best = (err, g)
     return best[1]
 
 
-def held_out_misses(g, fw):
-    return {(n, m): 100 * (efficiency(m, n, fw, g) - PUBLISHED[n][m])
+def horovod_at(n, g):
+    """The Horovod model of the code that ran the published point at n GPUs."""
+    return horovod_published_framework(g, HOROVOD_VERSION.get(n, 2018))
+
+
+def held_out_misses(g):
+    return {(n, m): 100 * (efficiency(m, n, horovod_at(n, g), g) - PUBLISHED[n][m])
             for n in PUBLISHED for m in PUBLISHED[n] if (n, m) not in FIT_POINTS}
 
 
@@ -313,7 +330,7 @@ def sensitivity(p):
     for label, b in variants:
         g = fit_horovod(b)
         hor, hvd = horovod_published_framework(g), hvd_gpu_framework(p, g, "mpi")
-        miss = held_out_misses(g, hor)
+        miss = held_out_misses(g)
         worst = max(miss, key=lambda k: abs(miss[k]))
         gain = ", ".join("%s %+.1f" % (TITLES[m], 100 * (efficiency(m, 512, hvd, g) - efficiency(m, 512, hor, g)))
                          for m in PASCAL_IMAGES_PER_S)
@@ -327,7 +344,8 @@ def run(params_path, plot=None, shaped=None, sens=False):
     p = sm.load_params(params_path)
     g = fit_horovod()
     frameworks = [
-        horovod_published_framework(g),
+        horovod_published_framework(g, 2017),
+        horovod_published_framework(g, 2018),
         hvd_gpu_framework(p, g, "mpi"),
         hvd_gpu_framework(p, g, "mpi", hierarchical=True),
     ]
@@ -350,18 +368,19 @@ def run(params_path, plot=None, shaped=None, sens=False):
         for fw in frameworks:
             print("%-18s %-13s " % (fw.name, m) + " ".join(
                 "%6.1f" % (100 * e) for e in results[(fw.name, m)]))
-    print("Horovod model minus published, points (* = held out, predicted):")
-    worst = 0.0
+    print("Horovod model of each point's code (16, 128: 2017; 512: 2018) minus published,"
+          " points (* = held out, predicted):")
+    miss = held_out_misses(g)
     for m in PASCAL_IMAGES_PER_S:
         d = []
-        for i, n in enumerate(SCALES):
-            if n in PUBLISHED:
-                diff = 100 * (results[("Horovod model", m)][i] - PUBLISHED[n][m])
-                held = (n, m) not in FIT_POINTS
-                worst = max(worst, abs(diff)) if held else worst
-                d.append("%d:%+.1f%s" % (n, diff, "*" if held else ""))
+        for n in sorted(PUBLISHED):
+            held = (n, m) not in FIT_POINTS
+            diff = miss[(n, m)] if held else 100 * (
+                efficiency(m, n, horovod_at(n, g), g) - PUBLISHED[n][m])
+            d.append("%d:%+.1f%s" % (n, diff, "*" if held else ""))
         print("  %-13s %s" % (m, " ".join(d)))
-    print("largest held-out miss: %.1f points" % worst)
+    print("held out within 5 points: %d of %d; largest miss %.1f points" % (
+        sum(1 for v in miss.values() if abs(v) <= 5), len(miss), max(abs(v) for v in miss.values())))
     gloo = hvd_gpu_framework(p, g, "gloo")
     print("hvd flat, Gloo controller (per cycle %.0f us): %s" % (
         1e6 * p["hvd"]["gloo"]["neg_base"], ", ".join(
@@ -380,7 +399,7 @@ def ablation(p, g, scales=(128, 512)):
     hor = horovod_published_framework(g)
     hvd = hvd_gpu_framework(p, g, "mpi")
     steps = [
-        ("Horovod model", hor),
+        ("Horovod 2018 model", hor),
         ("+ wakes on submission (no 5 ms sleep)", replace(hor, cycle=1e-3, sleeps_every_cycle=False)),
         ("+ waits for each bucket (hvd's sync)", replace(hor, async_launch=False)),
         ("+ hvd's negotiation (cache, no per-bucket msgs)",
@@ -390,11 +409,11 @@ def ablation(p, g, scales=(128, 512)):
         ("hvd flat", hvd),
     ]
     n = scales[-1]
-    print("at %d GPUs: one ring allreduce call's latency %.1f ms; Horovod's rank 0 spends %.1f ms of"
+    print("at %d GPUs: one ring allreduce call's latency %.1f ms; Horovod 2018's rank 0 spends %.1f ms of"
           " control messages per cycle and %.1f ms per bucket; hvd's cycle %.2f ms" % (
-              n, 1e3 * ring_allreduce(1e-9, n, g), 1e3 * hor.neg_cycle(n), 1e3 * hor.neg_bucket(n),
-              1e3 * hvd.neg_cycle(n)))
-    print("allreduce calls per step at %d GPUs, Horovod model / hvd flat: %s" % (n, ", ".join(
+              n, 1e3 * ring_allreduce(1e-9, n, g), 1e3 * hor.neg_cycle(n, 0), 1e3 * hor.neg_bucket(n),
+              1e3 * hvd.neg_cycle(n, 0)))
+    print("allreduce calls per step at %d GPUs, Horovod 2018 model / hvd flat: %s" % (n, ", ".join(
         "%s %d / %d" % (TITLES[m], step_time(m, n, hor, g)[2], step_time(m, n, hvd, g)[2])
         for m in PASCAL_IMAGES_PER_S)))
     print("one difference at a time (efficiency %% at %s GPUs):" % " and ".join(map(str, scales)))
@@ -414,8 +433,11 @@ def plot_published(path, results, frameworks, g, p, shaped_csv=None):
 
     panels = 4 if shaped_csv else 3
     fig, axes = plt.subplots(1, panels, figsize=(4.3 * panels, 4.2))
-    styles = {"Horovod model": ("C0", "--"), "hvd flat": ("C3", "-"), "hvd hierarchical": ("C2", ":")}
-    labels = {"Horovod model": "Horovod (model)", "hvd flat": "hvd flat NCCL (prediction)",
+    styles = {"Horovod 2017 model": ("C1", "-."), "Horovod 2018 model": ("C0", "--"),
+              "hvd flat": ("C3", "-"), "hvd hierarchical": ("C2", ":")}
+    labels = {"Horovod 2017 model": "Horovod model, 2017 code (16, 128)",
+              "Horovod 2018 model": "Horovod model, 2018 code (512)",
+              "hvd flat": "hvd flat NCCL (prediction)",
               "hvd hierarchical": "hvd hierarchical (prediction)"}
     for ax, m in zip(axes, PASCAL_IMAGES_PER_S):
         for fw in frameworks:
