@@ -88,21 +88,21 @@ void Request::Swap(Request& o) noexcept {
 }
 
 void Request::Reset() {
-  const Request d;
-  rank = d.rank;
-  process_set = d.process_set;
-  type = d.type;
-  dtype = d.dtype;
-  reduce_op = d.reduce_op;
-  device = d.device;
-  root = d.root;
-  prescale = d.prescale;
-  postscale = d.postscale;
+  // The defaults of the declaration, spelled out (no temporary Request).
+  rank = 0;
+  process_set = 0;
+  type = OpType::kAllreduce;
+  dtype = DataType::kFloat32;
+  reduce_op = ReduceOp::kSum;
+  device = Device();
+  root = 0;
+  prescale = 1.0;
+  postscale = 1.0;
   shape.clear();
   name.clear();
   splits.clear();
   group.clear();
-  group_size = d.group_size;
+  group_size = 0;
   set_ranks.clear();
 }
 

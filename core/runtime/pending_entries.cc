@@ -1,13 +1,14 @@
 #include "core/runtime/pending_entries.h"
 
-#include <functional>
 #include <utility>
+
+#include "core/common/name_hash.h"
 
 namespace hvd {
 namespace {
 
 size_t HashName(std::string_view name) {
-  return std::hash<std::string_view>()(name);
+  return NameHash()(name);
 }
 
 }  // namespace

@@ -46,9 +46,12 @@ Status TensorQueue::Add(TensorEntry* entries, size_t count) {
                              "' is already pending in process set " + std::to_string(set) +
                              "; names must be unique among operations in flight");
     }
-    submitted_.fetch_add(count, std::memory_order_relaxed);
+    // Written only under mu_: a plain store, no locked read-modify-write.
+    submitted_.store(submitted_.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
   }
-  if (sleeping_.exchange(false)) Signal();
+  // A plain load first: the loop is usually awake during a burst, and the
+  // exchange is a locked instruction.
+  if (sleeping_.load(std::memory_order_relaxed) && sleeping_.exchange(false)) Signal();
   return Status::OK();
 }
 

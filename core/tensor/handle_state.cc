@@ -2,26 +2,25 @@
 
 namespace hvd {
 
-bool HandleState::Finish(const Status& s, bool* wake, Callback* cb, Status* final_status) {
+bool HandleState::Finish(const Status& s, bool* wake, Callback* cb) {
   std::lock_guard<std::mutex> lock(mu_);
   if (done_) return false;
   if (!s.ok() && status_.ok()) status_ = s;
   if (--pending_ > 0) return false;
   done_.store(true, std::memory_order_release);
-  *final_status = status_;
-  *cb = std::move(callback_);
+  if (callback_) *cb = std::move(callback_);
   *wake = waiters_ > 0;
   return true;
 }
 
 void HandleState::Complete(const Status& s) {
   Callback cb;
-  Status final_status;
   bool wake = false;
-  if (!Finish(s, &wake, &cb, &final_status)) return;
+  if (!Finish(s, &wake, &cb)) return;
   if (wake) cv_.notify_all();
   // Outside the lock: the callback may poll or release its own handle.
-  if (cb) cb(id_, final_status);
+  // status_ is final once done.
+  if (cb) cb(id_, status_);
 }
 
 void HandleState::CompleteAll(const std::vector<HandleState*>& states, const Status& s) {
@@ -29,22 +28,19 @@ void HandleState::CompleteAll(const std::vector<HandleState*>& states, const Sta
     HandleState* state;
     bool wake;
     Callback cb;
-    Status status;
   };
   std::vector<Done> done;
-  done.reserve(states.size());
   for (HandleState* h : states) {
-    Done d{h, false, nullptr, Status()};
+    bool wake = false;
+    Callback cb;
     // Only states with a sleeping waiter or a callback need a second pass.
-    if (h && h->Finish(s, &d.wake, &d.cb, &d.status) && (d.wake || d.cb)) {
-      done.push_back(std::move(d));
-    }
+    if (h && h->Finish(s, &wake, &cb) && (wake || cb)) done.push_back({h, wake, std::move(cb)});
   }
   for (auto& d : done) {
     if (d.wake) d.state->cv_.notify_all();
   }
   for (auto& d : done) {
-    if (d.cb) d.cb(d.state->id_, d.status);
+    if (d.cb) d.cb(d.state->id_, d.state->status_);
   }
 }
 

@@ -63,7 +63,7 @@ class HandleState {
  private:
   // Marks one tensor done; true (with what to do outside the lock) when it
   // was the last.
-  bool Finish(const Status& s, bool* wake, Callback* cb, Status* final_status);
+  bool Finish(const Status& s, bool* wake, Callback* cb);
 
   std::mutex mu_;
   std::condition_variable cv_;
