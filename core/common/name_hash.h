@@ -22,8 +22,26 @@ struct NameHash {
       h = (h ^ w) * 0xff51afd7ed558ccdULL;
       h ^= h >> 29;
     }
+    // The last 0-7 bytes in at most three fixed-size loads.
     uint64_t w = 0;
-    for (size_t i = 0; i < n; ++i) w |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
+    unsigned shift = 0;
+    if (n >= 4) {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      w = v;
+      p += 4;
+      n -= 4;
+      shift = 32;
+    }
+    if (n >= 2) {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      w |= uint64_t{v} << shift;
+      p += 2;
+      n -= 2;
+      shift += 16;
+    }
+    if (n) w |= uint64_t{static_cast<uint8_t>(*p)} << shift;
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
     // Final avalanche: open addressing uses the low bits.
     h ^= h >> 33;
