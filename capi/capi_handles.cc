@@ -23,6 +23,7 @@ Status Finished(const char* fn, hvd_handle handle, std::shared_ptr<HandleState>*
 }
 
 hvd_status Wait(hvd_handle handle, int64_t timeout_ms) {
+  if (HandleTable::Global().FinishedOk(handle)) return HVD_OK;
   Status err;
   auto state = FindHandle("hvd_wait", handle, &err);
   if (!state) return Report(err);

@@ -1,5 +1,7 @@
 #include "core/coordination/message.h"
 
+#include <utility>
+
 #include "core/common/wire.h"
 
 namespace hvd {
@@ -63,6 +65,45 @@ bool Request::SameParams(const Request& o) const {
   return type == o.type && dtype == o.dtype && reduce_op == o.reduce_op && device == o.device &&
          root == o.root && prescale == o.prescale && postscale == o.postscale && shape == o.shape &&
          splits == o.splits && group == o.group && group_size == o.group_size;
+}
+
+void Request::Swap(Request& o) noexcept {
+  using std::swap;
+  swap(rank, o.rank);
+  swap(process_set, o.process_set);
+  swap(type, o.type);
+  swap(dtype, o.dtype);
+  swap(reduce_op, o.reduce_op);
+  swap(device, o.device);
+  swap(root, o.root);
+  swap(prescale, o.prescale);
+  swap(postscale, o.postscale);
+  shape.swap(o.shape);
+  name.swap(o.name);
+  // Empty for most operations: skip the (SSO-aware, branchy) string swap.
+  if (!splits.empty() || !o.splits.empty()) splits.swap(o.splits);
+  if (!group.empty() || !o.group.empty()) group.swap(o.group);
+  swap(group_size, o.group_size);
+  if (!set_ranks.empty() || !o.set_ranks.empty()) set_ranks.swap(o.set_ranks);
+}
+
+void Request::Reset() {
+  // The defaults of the declaration, spelled out (no temporary Request).
+  rank = 0;
+  process_set = 0;
+  type = OpType::kAllreduce;
+  dtype = DataType::kFloat32;
+  reduce_op = ReduceOp::kSum;
+  device = Device();
+  root = 0;
+  prescale = 1.0;
+  postscale = 1.0;
+  shape.clear();
+  name.clear();
+  splits.clear();
+  group.clear();
+  group_size = 0;
+  set_ranks.clear();
 }
 
 void EncodeResponse(const Response& s, WireWriter* w) {

@@ -12,7 +12,8 @@
 
 namespace hvd {
 
-// One rank's wish to run one collective on one tensor.
+// One rank's wish to run one collective on one tensor. A new field must
+// also go into Swap and Reset (the queue's pooled entries use them).
 struct Request {
   int32_t rank = 0;  // rank within the process set
   int32_t process_set = 0;
@@ -33,6 +34,10 @@ struct Request {
   int64_t NumElements() const;
   // Equal in everything a cached response depends on.
   bool SameParams(const Request& o) const;
+  // std::swap without the three moves (a tensor's submission swaps once).
+  void Swap(Request& o) noexcept;
+  // Back to the defaults, keeping the containers' memory for reuse.
+  void Reset();
 };
 
 // The coordinator's decision for one tensor (or, after fusion, several).

@@ -66,6 +66,12 @@ std::shared_ptr<HandleState> HandleTable::Find(int64_t handle, Status* error) {
   return s->state;
 }
 
+bool HandleTable::FinishedOk(int64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot* s = Locate(handle);
+  return s && s->state->done() && s->state->Poll().ok();
+}
+
 Status HandleTable::Release(int64_t handle) {
   std::shared_ptr<HandleState> state;  // destroyed outside the lock
   {

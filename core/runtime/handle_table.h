@@ -19,6 +19,10 @@ class HandleTable {
   // nullptr + an error status for unknown/released handles.
   std::shared_ptr<HandleState> Find(int64_t handle, Status* error);
   Status Release(int64_t handle);
+  // True when `handle` names an operation that finished successfully:
+  // hvd_wait's common case after a batch, answered without taking a
+  // reference to the state.
+  bool FinishedOk(int64_t handle);
   size_t size();
 
  private:

@@ -426,9 +426,14 @@ Status SetLoop::RunCollective(const Response& response, std::vector<TensorEntry*
 
 Status SetLoop::Execute(const Response& response) {
   const size_t n = response.names.size();
-  std::vector<TensorQueue::Taken> taken(n);
   std::vector<TensorEntry*> entries(n, nullptr);
-  const bool missing = ps_.queue.Take(response.names, taken.data(), entries.data()) < n;
+  const bool missing = ps_.queue.Take(response.names, entries.data()) < n;
+  // The taken entries go back to the queue's pool however this returns.
+  struct Recycle {
+    TensorQueue& queue;
+    const std::vector<TensorEntry*>& entries;
+    ~Recycle() { queue.Recycle(entries); }
+  } const recycle{ps_.queue, entries};
   auto complete = [&](const Status& s) {
     std::vector<HandleState*> states;
     states.reserve(n);

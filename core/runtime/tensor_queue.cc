@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <thread>
+#include <utility>
 
 namespace hvd {
 
@@ -27,28 +28,30 @@ Status TensorQueue::Add(TensorEntry* entries, size_t count) {
     if (closed_) return closed_status_;
     size_t added = 0;
     for (; added < count; ++added) {
-      TensorEntry& e = entries[added];
-      // One hash per entry; the node's entry is move-constructed (e is left
-      // alone when the name is taken). The key is copied before the move.
-      auto [it, inserted] = entries_.try_emplace(e.request.name, std::move(e));
-      if (!inserted) break;
-      requests_.push_back(&it->second.request);
+      TensorEntry* slot = pending_.Insert(&entries[added]);
+      if (!slot) break;
+      requests_.push_back(&slot->request);
     }
     if (added < count) {
-      // A name already pending (or twice in this call): undo the whole call.
-      const std::string name = entries[added].request.name;
-      for (size_t i = 0; i < added; ++i) {
-        const std::string undo = requests_.back()->name;
+      // A name already pending (or twice in this call): undo the whole call,
+      // giving the caller its entries back.
+      for (size_t i = added; i-- > 0;) {
+        TensorEntry* slot = pending_.Remove(requests_.back()->name);
         requests_.pop_back();
-        entries_.erase(undo);
+        slot->Swap(entries[i]);
+        slot->Clear();
+        pending_.Recycle(slot);
       }
-      return Status::Invalid("a tensor named '" + name + "' is already pending in process set " +
-                             std::to_string(set) +
+      return Status::Invalid("a tensor named '" + entries[added].request.name +
+                             "' is already pending in process set " + std::to_string(set) +
                              "; names must be unique among operations in flight");
     }
-    submitted_.fetch_add(count, std::memory_order_relaxed);
+    // Written only under mu_: a plain store, no locked read-modify-write.
+    submitted_.store(submitted_.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
   }
-  if (sleeping_.exchange(false)) Signal();
+  // A plain load first: the loop is usually awake during a burst, and the
+  // exchange is a locked instruction.
+  if (sleeping_.load(std::memory_order_relaxed) && sleeping_.exchange(false)) Signal();
   return Status::OK();
 }
 
@@ -58,17 +61,27 @@ void TensorQueue::PopRequests(std::vector<const Request*>* out) {
   out->swap(requests_);
 }
 
-size_t TensorQueue::Take(const std::vector<std::string>& names, Taken* taken, TensorEntry** found) {
+size_t TensorQueue::Take(const std::vector<std::string>& names, TensorEntry** found) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t count = 0;
   for (size_t i = 0; i < names.size(); ++i) {
-    auto it = entries_.find(names[i]);
-    if (it == entries_.end()) continue;
-    taken[i] = entries_.extract(it);
-    found[i] = &taken[i].mapped();
+    TensorEntry* e = pending_.Remove(names[i]);
+    if (!e) continue;
+    found[i] = e;
     ++count;
   }
   return count;
+}
+
+void TensorQueue::Recycle(const std::vector<TensorEntry*>& taken) {
+  // Clearing drops the handles' references: outside the lock.
+  for (TensorEntry* e : taken) {
+    if (e) e->Clear();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (TensorEntry* e : taken) {
+    if (e) pending_.Recycle(e);
+  }
 }
 
 bool TensorQueue::Sleeping(bool sleeping) {
@@ -119,18 +132,19 @@ void TensorQueue::WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
 }
 
 void TensorQueue::Close(const Status& s) {
-  std::unordered_map<std::string, TensorEntry> failed;
+  std::vector<TensorEntry*> failed;
   Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!closed_) closed_status_ = s;
     closed_ = true;
     status = closed_status_;
-    failed.swap(entries_);
+    pending_.RemoveAll(&failed);
     requests_.clear();
   }
   // Complete outside the lock: callbacks may submit (and get the error).
-  for (auto& kv : failed) kv.second.handle->Complete(status);
+  for (TensorEntry* e : failed) e->handle->Complete(status);
+  Recycle(failed);
 }
 
 void TensorQueue::Reopen() {
@@ -142,27 +156,27 @@ void TensorQueue::Reopen() {
 
 size_t TensorQueue::PendingCount() {
   std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size();
+  return pending_.size();
 }
 
 std::chrono::steady_clock::time_point TensorQueue::Oldest(std::string* name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto oldest = std::chrono::steady_clock::time_point::max();
-  for (const auto& kv : entries_) {
-    if (kv.second.enqueued < oldest) {
-      oldest = kv.second.enqueued;
-      *name = kv.first;
+  pending_.ForEach([&](const TensorEntry* e) {
+    if (e->enqueued < oldest) {
+      oldest = e->enqueued;
+      *name = e->request.name;
     }
-  }
+  });
   return oldest;
 }
 
 bool TensorQueue::PendingSince(const std::string& name,
                                std::chrono::steady_clock::time_point* since) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(name);
-  if (it == entries_.end()) return false;
-  *since = it->second.enqueued;
+  const TensorEntry* e = pending_.Find(name);
+  if (!e) return false;
+  *since = e->enqueued;
   return true;
 }
 

@@ -1,18 +1,17 @@
 // Where caller threads hand tensors to one process set's background loop: a
-// table of pending entries by name and the requests not yet negotiated. One
-// mutex. The loop sleeps in poll() on the queue's event descriptor (next to
-// its channel's sockets); a submission writes to it only while the loop
-// sleeps, so a burst of submissions costs one wake-up.
+// table of pending entries by name (pooled: see PendingEntries) and the
+// requests not yet negotiated. One mutex. The loop sleeps in poll() on the queue's event descriptor
+// (next to its channel's sockets); a submission writes to it only while the loop sleeps, so a burst
+// of submissions costs one wake-up.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "core/tensor/tensor_entry.h"
+#include "core/runtime/pending_entries.h"
 
 namespace hvd {
 
@@ -24,20 +23,23 @@ class TensorQueue {
   TensorQueue& operator=(const TensorQueue&) = delete;
 
   // Moves `count` entries in atomically (a group goes in whole or not at
-  // all). Fails with kInvalidArgument if a name is already pending, or with
-  // the closing status once the queue is closed.
+  // all) by swapping them with pooled ones: on success the caller's entries
+  // are left cleared, with memory to reuse. Fails with kInvalidArgument if a
+  // name is already pending, or with the closing status once the queue is
+  // closed; the caller's entries are then as they were.
   Status Add(TensorEntry* entries, size_t count);
   // Replaces *out with the new requests since the last call (swapping
   // vectors, so both keep their capacity from cycle to cycle). They point
   // into the pending entries, which only the loop removes (Take, Close), so
   // they stay valid until it takes them.
   void PopRequests(std::vector<const Request*>* out);
-  // A taken entry: the table's own node, unlinked (no copy of the entry).
-  using Taken = std::unordered_map<std::string, TensorEntry>::node_type;
-  // Unlinks the entry of each name into taken[i] and points found[i] at it;
-  // found[i] stays null where this rank has none (joined). One lock for all.
-  // Returns how many were found.
-  size_t Take(const std::vector<std::string>& names, Taken* taken, TensorEntry** found);
+  // Unlinks the entry of each name and points found[i] at it (no copy);
+  // found[i] stays null where this rank has none (joined). One lock for
+  // all. Returns how many were found. The loop owns the taken entries until
+  // it hands them back with Recycle.
+  size_t Take(const std::vector<std::string>& names, TensorEntry** found);
+  // Clears taken entries (null ones are skipped) and returns them to the pool.
+  void Recycle(const std::vector<TensorEntry*>& taken);
 
   // The descriptor that becomes readable when the loop should wake (new
   // requests or Wake()). The loop calls Sleeping(true) before it polls and
@@ -73,7 +75,7 @@ class TensorQueue {
   std::atomic<bool> sleeping_{false};
   int event_fd_ = -1;
   std::atomic<uint64_t> submitted_{0};  // every request ever added, read without the lock
-  std::unordered_map<std::string, TensorEntry> entries_;
+  PendingEntries pending_;
   std::vector<const Request*> requests_;
 };
 

@@ -2,26 +2,25 @@
 
 namespace hvd {
 
-bool HandleState::Finish(const Status& s, bool* wake, Callback* cb, Status* final_status) {
+bool HandleState::Finish(const Status& s, bool* wake, Callback* cb) {
   std::lock_guard<std::mutex> lock(mu_);
   if (done_) return false;
   if (!s.ok() && status_.ok()) status_ = s;
   if (--pending_ > 0) return false;
-  done_ = true;
-  *final_status = status_;
-  *cb = std::move(callback_);
+  done_.store(true, std::memory_order_release);
+  if (callback_) *cb = std::move(callback_);
   *wake = waiters_ > 0;
   return true;
 }
 
 void HandleState::Complete(const Status& s) {
   Callback cb;
-  Status final_status;
   bool wake = false;
-  if (!Finish(s, &wake, &cb, &final_status)) return;
+  if (!Finish(s, &wake, &cb)) return;
   if (wake) cv_.notify_all();
   // Outside the lock: the callback may poll or release its own handle.
-  if (cb) cb(id_, final_status);
+  // status_ is final once done.
+  if (cb) cb(id_, status_);
 }
 
 void HandleState::CompleteAll(const std::vector<HandleState*>& states, const Status& s) {
@@ -29,41 +28,42 @@ void HandleState::CompleteAll(const std::vector<HandleState*>& states, const Sta
     HandleState* state;
     bool wake;
     Callback cb;
-    Status status;
   };
   std::vector<Done> done;
-  done.reserve(states.size());
   for (HandleState* h : states) {
-    Done d{h, false, nullptr, Status()};
-    if (h && h->Finish(s, &d.wake, &d.cb, &d.status)) done.push_back(std::move(d));
+    bool wake = false;
+    Callback cb;
+    // Only states with a sleeping waiter or a callback need a second pass.
+    if (h && h->Finish(s, &wake, &cb) && (wake || cb)) done.push_back({h, wake, std::move(cb)});
   }
   for (auto& d : done) {
     if (d.wake) d.state->cv_.notify_all();
   }
   for (auto& d : done) {
-    if (d.cb) d.cb(d.state->id_, d.status);
+    if (d.cb) d.cb(d.state->id_, d.state->status_);
   }
 }
 
 Status HandleState::Poll() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_ ? status_ : Status::InProgress();
+  return done_.load(std::memory_order_acquire) ? status_ : Status::InProgress();
 }
 
 bool HandleState::done() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
+  return done_.load(std::memory_order_acquire);
 }
 
 Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {
+  // The common case after a batch: done already, no lock, no deadline.
+  if (done_.load(std::memory_order_acquire)) return status_;
   std::unique_lock<std::mutex> lock(mu_);
-  if (done_) return status_;  // the common case after a batch: no deadline to compute
+  if (done_) return status_;
   ++waiters_;
   bool finished = true;
   if (timeout_ms < 0) {
-    cv_.wait(lock, [this] { return done_; });
+    cv_.wait(lock, [this] { return done_.load(); });
   } else {
-    finished = cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_; });
+    finished =
+        cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_.load(); });
   }
   --waiters_;
   if (!finished) {

@@ -4,6 +4,7 @@
 // first error seen.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -62,13 +63,15 @@ class HandleState {
  private:
   // Marks one tensor done; true (with what to do outside the lock) when it
   // was the last.
-  bool Finish(const Status& s, bool* wake, Callback* cb, Status* final_status);
+  bool Finish(const Status& s, bool* wake, Callback* cb);
 
   std::mutex mu_;
   std::condition_variable cv_;
   int pending_;
   int64_t id_ = 0;
-  bool done_ = false;
+  // Written under mu_, after status_, which is final from then on: readers
+  // that see it true (acquire) read status_ without the lock.
+  std::atomic<bool> done_{false};
   int waiters_ = 0;  // threads blocked in Wait (skip futile wake-ups)
   Status status_;
   Callback callback_;

@@ -1,5 +1,7 @@
 #include "core/tensor/tensor_entry.h"
 
+#include <utility>
+
 namespace hvd {
 
 void* TensorEntry::AllocateResult(size_t nbytes, const std::vector<int64_t>& shape, Status* error) {
@@ -19,6 +21,33 @@ void* TensorEntry::AllocateResult(size_t nbytes, const std::vector<int64_t>& sha
   r.owned.resize(nbytes);
   r.data = r.owned.data();
   return r.data;
+}
+
+void TensorEntry::Clear() {
+  request.Reset();
+  input = nullptr;
+  output = nullptr;
+  num_elements = 0;
+  bytes = 0;
+  handle.reset();
+  owns_result = false;
+  allocator = nullptr;
+  cuda_stream = nullptr;
+  enqueued = {};
+}
+
+void TensorEntry::Swap(TensorEntry& o) noexcept {
+  using std::swap;
+  request.Swap(o.request);
+  swap(input, o.input);
+  swap(output, o.output);
+  swap(num_elements, o.num_elements);
+  swap(bytes, o.bytes);
+  handle.swap(o.handle);
+  swap(owns_result, o.owns_result);
+  allocator.swap(o.allocator);
+  swap(cuda_stream, o.cuda_stream);
+  swap(enqueued, o.enqueued);
 }
 
 }  // namespace hvd

@@ -32,6 +32,11 @@ struct TensorEntry {
   // an allocator was given. Never null: if the allocator fails, *error is
   // set and hvd-owned memory is returned so the collective can still run.
   void* AllocateResult(size_t bytes, const std::vector<int64_t>& shape, Status* error);
+  // Back to a default entry, keeping the name's and shape's memory: the
+  // queue reuses entries, so a steady stream of submissions allocates none.
+  void Clear();
+  // std::swap, field by field (a new field must go here and into Clear).
+  void Swap(TensorEntry& o) noexcept;
 };
 
 }  // namespace hvd

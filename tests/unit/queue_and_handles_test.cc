@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <map>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/common/block_pool.h"
 #include "core/runtime/handle_table.h"
+#include "core/runtime/pending_entries.h"
 #include "core/runtime/tensor_queue.h"
 
 namespace hvd {
@@ -155,17 +160,172 @@ TEST(TensorQueue, TakeUnlinksFoundEntriesAndSkipsMissingOnes) {
     ASSERT_TRUE(q.Add(&e, 1).ok());
   }
   const std::vector<std::string> names{"y", "missing", "x"};
-  std::vector<TensorQueue::Taken> taken(names.size());
   std::vector<TensorEntry*> found(names.size(), nullptr);
-  EXPECT_EQ(q.Take(names, taken.data(), found.data()), 2u);
+  EXPECT_EQ(q.Take(names, found.data()), 2u);
   ASSERT_NE(found[0], nullptr);
   EXPECT_EQ(found[0]->request.name, "y");
   EXPECT_EQ(found[1], nullptr);
   ASSERT_NE(found[2], nullptr);
   EXPECT_EQ(found[2]->request.name, "x");
   EXPECT_EQ(q.PendingCount(), 0u);
+  q.Recycle(found);
   TensorEntry again = Entry("x");  // the name is free again
   EXPECT_TRUE(q.Add(&again, 1).ok());
+}
+
+// The index against std::map under random inserts and removals of names
+// that share hash runs (a small table of many names forces long probes and
+// backward shifts across the wrap-around).
+TEST(PendingEntries, MatchesAMapUnderRandomInsertsAndRemovals) {
+  PendingEntries p;
+  std::map<std::string, TensorEntry*> ref;
+  std::mt19937 rng(7);
+  for (int step = 0; step < 20000; ++step) {
+    const std::string name = "t" + std::to_string(rng() % 300);
+    if (rng() % 2) {
+      TensorEntry e;
+      e.request.name = name;
+      e.bytes = step;
+      TensorEntry* got = p.Insert(&e);
+      if (ref.count(name)) {
+        ASSERT_EQ(got, nullptr) << name;
+        EXPECT_EQ(e.request.name, name);  // untouched
+      } else {
+        ASSERT_NE(got, nullptr);
+        EXPECT_EQ(got->request.name, name);
+        EXPECT_EQ(got->bytes, step);
+        EXPECT_TRUE(e.request.name.empty());  // swapped with a cleared entry
+        ref[name] = got;
+      }
+    } else {
+      TensorEntry* got = p.Remove(name);
+      auto it = ref.find(name);
+      ASSERT_EQ(got, it == ref.end() ? nullptr : it->second) << name;
+      if (got) {
+        ref.erase(it);
+        got->Clear();
+        p.Recycle(got);
+      }
+    }
+    ASSERT_EQ(p.size(), ref.size());
+    if (step % 997 == 0) {
+      for (const auto& kv : ref) ASSERT_EQ(p.Find(kv.first), kv.second) << kv.first;
+    }
+  }
+  std::vector<TensorEntry*> all;
+  p.RemoveAll(&all);
+  EXPECT_EQ(all.size(), ref.size());
+  EXPECT_EQ(p.size(), 0u);
+  EXPECT_EQ(p.Find("t1"), nullptr);
+}
+
+// Recycled entries keep their buffers: a steady stream reuses them.
+TEST(TensorQueue, RecycledEntriesAreReusedWithTheirBuffers) {
+  TensorQueue q;
+  const std::string long_name(100, 'n');
+  TensorEntry e = Entry(long_name);
+  e.request.shape = {2, 3, 4, 5};
+  ASSERT_TRUE(q.Add(&e, 1).ok());
+  std::vector<TensorEntry*> found(1, nullptr);
+  ASSERT_EQ(q.Take({long_name}, found.data()), 1u);
+  TensorEntry* first = found[0];
+  EXPECT_EQ(first->request.shape, (std::vector<int64_t>{2, 3, 4, 5}));
+  q.Recycle(found);
+  EXPECT_TRUE(first->request.name.empty());
+  EXPECT_EQ(first->handle, nullptr);
+  EXPECT_GE(first->request.name.capacity(), 100u);
+  TensorEntry next = Entry("other");
+  ASSERT_TRUE(q.Add(&next, 1).ok());
+  EXPECT_GE(next.request.name.capacity(), 100u);  // the caller got the recycled buffer
+  ASSERT_EQ(q.Take({"other"}, found.data()), 1u);
+  EXPECT_EQ(found[0], first);  // the same pooled entry
+  EXPECT_EQ(found[0]->request.name, "other");
+}
+
+// Swap and Reset cover every field of an entry.
+TEST(TensorEntry, SwapAndClearCoverEveryField) {
+  TensorEntry a;
+  Request& q = a.request;
+  q.rank = 3;
+  q.process_set = 2;
+  q.type = OpType::kAlltoall;
+  q.dtype = DataType::kFloat64;
+  q.reduce_op = ReduceOp::kMax;
+  q.device = Device{DeviceKind::kCUDA, 1};
+  q.root = 1;
+  q.prescale = 2;
+  q.postscale = 3;
+  q.shape = {4, 5};
+  q.name = "a";
+  q.splits = {1, 2};
+  q.group = "g";
+  q.group_size = 2;
+  q.set_ranks = {0, 1};
+  int x = 0;
+  a.input = &x;
+  a.output = &x;
+  a.num_elements = 20;
+  a.bytes = 160;
+  a.handle = NewState();
+  a.owns_result = true;
+  a.allocator = [](size_t, const std::vector<int64_t>&, DataType, const Device&) {
+    return nullptr;
+  };
+  a.cuda_stream = &x;
+  a.enqueued = std::chrono::steady_clock::now();
+  const TensorEntry copy = a;
+  TensorEntry b;
+  b.Swap(a);
+  EXPECT_TRUE(b.request.SameParams(copy.request));
+  EXPECT_EQ(b.request.rank, 3);
+  EXPECT_EQ(b.request.process_set, 2);
+  EXPECT_EQ(b.request.reduce_op, ReduceOp::kMax);
+  EXPECT_EQ(b.request.name, "a");
+  EXPECT_EQ(b.request.set_ranks, copy.request.set_ranks);
+  EXPECT_EQ(b.input, &x);
+  EXPECT_EQ(b.output, &x);
+  EXPECT_EQ(b.num_elements, 20);
+  EXPECT_EQ(b.bytes, 160);
+  EXPECT_EQ(b.handle, copy.handle);
+  EXPECT_TRUE(b.owns_result);
+  EXPECT_TRUE(static_cast<bool>(b.allocator));
+  EXPECT_EQ(b.cuda_stream, &x);
+  EXPECT_EQ(b.enqueued, copy.enqueued);
+  const TensorEntry fresh;
+  EXPECT_TRUE(a.request.SameParams(fresh.request));
+  EXPECT_TRUE(a.request.name.empty());
+  EXPECT_EQ(a.handle, nullptr);
+  b.Clear();
+  EXPECT_TRUE(b.request.SameParams(fresh.request));
+  EXPECT_EQ(b.request.rank, fresh.request.rank);
+  EXPECT_EQ(b.request.process_set, fresh.request.process_set);
+  EXPECT_EQ(b.request.reduce_op, fresh.request.reduce_op);
+  EXPECT_TRUE(b.request.name.empty());
+  EXPECT_TRUE(b.request.set_ranks.empty());
+  EXPECT_GE(b.request.shape.capacity(), 2u);  // memory kept
+  EXPECT_EQ(b.input, nullptr);
+  EXPECT_EQ(b.output, nullptr);
+  EXPECT_EQ(b.num_elements, 0);
+  EXPECT_EQ(b.bytes, 0);
+  EXPECT_EQ(b.handle, nullptr);
+  EXPECT_FALSE(b.owns_result);
+  EXPECT_FALSE(static_cast<bool>(b.allocator));
+  EXPECT_EQ(b.cuda_stream, nullptr);
+  EXPECT_EQ(b.enqueued, fresh.enqueued);
+}
+
+// Pooled shared states are freed into the pool and handed out again, from
+// any thread.
+TEST(BlockPool, ReusesBlocksAcrossThreads) {
+  auto a = std::allocate_shared<HandleState>(PoolAllocator<HandleState>(), 1, nullptr);
+  const void* where = a.get();
+  std::thread([&] { a.reset(); }).join();
+  auto b = std::allocate_shared<HandleState>(PoolAllocator<HandleState>(), 2, nullptr);
+  EXPECT_EQ(static_cast<const void*>(b.get()), where);
+  b->Complete(Status::OK());
+  EXPECT_FALSE(b->done());
+  b->Complete(Status::OK());
+  EXPECT_TRUE(b->done());
 }
 
 }  // namespace
