@@ -124,10 +124,20 @@ TEST(HvdrunMpi, MpirunArgv) {
   std::vector<RankPlacement> r;
   ASSERT_TRUE(PlaceRanks(3, {{"a", 2}, {"b", 2}, {"c", 1}}, &r).ok());
   auto argv = MpirunArgv(o, r, {"HVD_FUSION_THRESHOLD=1", "HOME=/root", "HVD_RANK=7"});
-  EXPECT_EQ(argv, (std::vector<std::string>{"mpirun", "--allow-run-as-root", "--oversubscribe",
-                                            "-np", "3", "-H", "a:2,b:1", "--mca", "plm_rsh_agent",
-                                            "ip netns exec", "--tag-output", "-x",
-                                            "HVD_FUSION_THRESHOLD", "prog", "x"}));
+  EXPECT_EQ(argv,
+            (std::vector<std::string>{"mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
+                                      "3", "-H", "a:2,b:1", "--mca", "plm_rsh_agent",
+                                      "ip netns exec", "--mca", "btl_tcp_flags", "send",
+                                      "--tag-output", "-x", "HVD_FUSION_THRESHOLD", "prog", "x"}));
+  // A value in the environment (flags, or several links: that pair hangs)
+  // is the user's; one host needs no TCP.
+  for (const char* user : {"OMPI_MCA_btl_tcp_flags=send,put", "OMPI_MCA_btl_tcp_links=2"}) {
+    argv = MpirunArgv(o, r, {user});
+    EXPECT_EQ(std::find(argv.begin(), argv.end(), "btl_tcp_flags"), argv.end()) << user;
+  }
+  ASSERT_TRUE(PlaceRanks(2, {{"a", 2}}, &r).ok());
+  argv = MpirunArgv(o, r, {});
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "btl_tcp_flags"), argv.end());
 }
 
 TEST(HvdrunEnv, RankVariablesAndMerge) {

@@ -7,6 +7,17 @@
 
 namespace hvd {
 namespace run {
+namespace {
+
+bool HasVariable(const std::vector<std::string>& environment, const std::string& name) {
+  for (const auto& kv : environment) {
+    if (kv.size() > name.size() && kv.compare(0, name.size(), name) == 0 && kv[name.size()] == '=')
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 std::vector<std::string> MpirunArgv(const Options& options, const std::vector<RankPlacement>& ranks,
                                     const std::vector<std::string>& environment) {
@@ -30,6 +41,16 @@ std::vector<std::string> MpirunArgv(const Options& options, const std::vector<Ra
   if (!options.network_interface.empty()) {
     argv.insert(argv.end(), {"--mca", "btl_tcp_if_include", options.network_interface, "--mca",
                              "oob_tcp_if_include", options.network_interface});
+  }
+  // Across hosts, Open MPI's TCP transport by default moves large messages
+  // with its emulated RDMA put, which lets only one direction of an exchange
+  // between two ranks run at a time: the pairwise exchanges of its allreduce
+  // then get half the link (docs/scaling.md). The send protocol runs both
+  // directions at once. Not with btl_tcp_links > 1 (that pair hangs), nor
+  // over a value the user set (the command line would override it).
+  if (order.size() > 1 && !HasVariable(environment, "OMPI_MCA_btl_tcp_flags") &&
+      !HasVariable(environment, "OMPI_MCA_btl_tcp_links")) {
+    argv.insert(argv.end(), {"--mca", "btl_tcp_flags", "send"});
   }
   argv.push_back("--tag-output");
   if (!options.output_dir.empty())

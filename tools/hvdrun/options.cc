@@ -185,7 +185,10 @@ Options:
                             HVD_CPU_OPERATIONS=gloo unless they are set already.
   --mpi                     Hand the job to mpirun (Open MPI) instead; hvdrun
                             execs: mpirun --allow-run-as-root --oversubscribe
-                            -np N -H host:slots,... --tag-output program args.
+                            -np N -H host:slots,... --tag-output program args;
+                            with ranks on several hosts also --mca
+                            btl_tcp_flags send, unless OMPI_MCA_btl_tcp_flags
+                            or OMPI_MCA_btl_tcp_links is set (docs/scaling.md).
   --ssh-command CMD         Remote shell used to start ranks on other hosts.
                             Default: "ssh -o BatchMode=yes". If its first word is
                             not ssh, the command is run as CMD HOST sh -c ...,

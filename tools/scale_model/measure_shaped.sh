@@ -13,9 +13,15 @@
 #                             ResNet-50, W2b = VGG-16, any other name =
 #                             shared/bench/NAME_grads.txt
 #     --reps N                launches per configuration (default 1)
-#     --label L               free text stored in the 'label' column
+#     --label L               free text stored in the 'label' column;
+#                             scale_model.py reads "hier..." as the
+#                             hierarchy and "...+send" as MPI with
+#                             btl_tcp_flags=send
 #     --env "K=V ..."         extra environment for the ranks (e.g.
-#                             HVD_HIERARCHICAL_ALLREDUCE=1)
+#                             HVD_HIERARCHICAL_ALLREDUCE=1). hvdrun --mpi
+#                             passes btl_tcp_flags=send across hosts;
+#                             OMPI_MCA_btl_tcp_flags=send,put,inplace,need-ack,need-csum,hetero-rdma
+#                             keeps Open MPI 4.1's default instead
 #     --bench-args "..."      extra hvd_bench arguments (e.g. --no-raw)
 #     --timeout S             per launch (default 300)
 #

@@ -16,6 +16,10 @@ full-duplex link of B bytes/s and latency alpha per message step is
     ring          2 (P-1) alpha + f_ring S / B,   f_ring = 2 (P-1) / P
     hierarchical  2 (H-1) alpha + 2 (L-1) alpha_local + f_hier S / B,
                   f_hier = 2 (H-1) / H     (the intra-host steps overlap)
+    rabenseifner  (Open MPI's flat allreduce on the shaped cluster)
+                  t_call + sum over cross-host steps of bytes on the link
+                  / (B * duplex) + S * serial  (the steps run in turn;
+                  duplex and serial measured with mpi_probe.c)
 f is the number of bytes the busiest host link carries per byte reduced
 (block placement: a ring crosses each host boundary once per direction).
 
@@ -23,10 +27,11 @@ Subcommands (all read CSVs, so they can be re-run after hvd's overheads
 change; see docs/scaling.md):
   calibrate LOCAL.csv [-o params.json]
       derive hvd's costs from hvd_bench rows (calibrate.sh writes them)
-  validate SHAPED.csv [--params params.json]
+  validate SHAPED.csv... [--params params.json]
       predict every measured shaped-cluster row (link goodput from
-      params.json, measured by netns_cluster.sh check; call latency from
-      the session's raw W3 rows at the same np); report the error
+      params.json, measured by netns_cluster.sh check; Open MPI's TCP
+      transport from params.json "mpi_tcp", measured with mpi_probe.c; call
+      latency from each session's raw W3 rows); report the error
   table SHAPED.csv
       markdown tables of a session: median (range) ms, time / wire limit
   published [--params params.json] [--plot docs/scaling.png]
@@ -82,6 +87,13 @@ class Cluster:
     # machine the wait until every rank is scheduled, measured as the time
     # of a 1 KiB allreduce (W3) in the same session
     call_latency: float = 0.0
+    # Open MPI's TCP transport (see mpi_tcp_cluster): the fraction of a host
+    # link's two directions a step of pairwise exchanges across hosts gets,
+    # as a function of the bytes each rank sends in the step (None: 1.0)
+    duplex: object = None
+    # s per byte allreduced of Open MPI's steps that do not overlap the link
+    # (the exchanges and reductions inside a host, the transport's copies)
+    serial_s_per_byte: float = 0.0
 
     @property
     def hosts(self):
@@ -102,11 +114,40 @@ def traffic_factor(algorithm, cl):
     return 2.0 * (P - 1) / P
 
 
+def halving_cross_time(nbytes, ranks, per_host, cl):
+    """Seconds on the host links of recursive halving (reduce-scatter) then
+    doubling (allgather) of nbytes among `ranks` ranks placed per_host to a
+    host in blocks, as Open MPI's "rabenseifner" (coll_base_allreduce.c,
+    allreduce_intra_redscat_allgather) runs it: the partner at step k is
+    rank ^ 2^k, each rank sends half of what it still holds, so the steps
+    with 2^k >= per_host cross hosts, per_host pairs per host link at once,
+    and nothing else overlaps them (blocking sendrecv, then the reduction).
+    Powers of two only (the ranks measured here)."""
+    t, d, x = 0.0, 1, nbytes / 2.0
+    while d < ranks:
+        if d >= per_host:
+            duplex = cl.duplex(x) if cl.duplex else 1.0
+            t += 2 * per_host * x / (cl.link_bw * duplex)  # the RS step and its AG mirror
+        d, x = 2 * d, x / 2.0
+    return t
+
+
 def allreduce_time(nbytes, cl, algorithm="ring"):
     """One allreduce call of nbytes (latency + bandwidth terms)."""
     P, H, L = cl.ranks, cl.hosts, cl.per_host
     if P < 2 or nbytes <= 0:
         return 0.0
+    if algorithm == "rabenseifner" and H > 1:
+        # Open MPI's flat allreduce: link time of its cross-host steps plus
+        # the steps inside the hosts, one after the other.
+        return (cl.call_latency + halving_cross_time(nbytes, P, L, cl)
+                + nbytes * cl.serial_s_per_byte)
+    if algorithm == "hierarchical" and H > 1 and L > 1 and cl.duplex:
+        # hvd's hierarchy on MPI: L shares of nbytes / L cross at once, each
+        # a Rabenseifner allreduce among the H ranks of one local rank; the
+        # steps inside the host overlap them (hvd's pipeline).
+        return cl.call_latency + halving_cross_time(nbytes / L, H, 1, replace(
+            cl, link_bw=cl.link_bw / L))
     if cl.call_latency > 0:
         return cl.call_latency + traffic_factor(algorithm, cl) * nbytes / cl.link_bw
     if H == 1:
@@ -360,18 +401,19 @@ def calibrate_local(rows):
 
 
 def session_latencies(rows, impl="raw"):
-    """(backend, np) -> seconds of a 1 KiB allreduce (W3) in the session, raw
-    calls (impl "raw") or through hvd ("hvd"): the least over its launches,
-    the one other jobs on the machine disturbed least."""
+    """(backend, np, ranks per host) -> seconds of a 1 KiB allreduce (W3) in
+    the session, raw calls (impl "raw") or through hvd ("hvd"): the least
+    over its launches, the one other jobs on the machine disturbed least."""
     out = {}
     for r in rows:
         if r["workload"] == "W3" and r["impl"].startswith(impl):
-            out.setdefault((r["backend"], int(r["np"])), []).append(fnum(r, "median_ms") * 1e-3)
+            key = (r["backend"], int(r["np"]), int(r["per_host"]))
+            out.setdefault(key, []).append(fnum(r, "median_ms") * 1e-3)
     return {k: min(v) for k, v in out.items()}
 
 
 def session_cycles(rows):
-    """(backend, np) -> seconds hvd's cycle adds to one small allreduce on
+    """(backend, np, ranks per host) -> seconds hvd's cycle adds to one small allreduce on
     the cluster (negotiation over the links): W3 through hvd less raw W3."""
     raw, hvd = session_latencies(rows, "raw"), session_latencies(rows, "hvd")
     return {k: max(0.0, hvd[k] - raw[k]) for k in raw if k in hvd}
@@ -408,39 +450,85 @@ def hvd_framework(p, backend, algorithm, cycle_cost):
 
 
 def flat_algorithm(backend):
-    # Open MPI's allreduce of large messages (recursive halving, then
-    # doubling) with ranks placed by host crosses the host links as the
-    # hierarchy does: 2(H-1)/H of the bytes (measured with the links' byte
-    # counters); Gloo's ring carries 2(P-1)/P.
-    return "hierarchical" if backend == "mpi" else "ring"
+    # Open MPI 4.1's allreduce of 8 KiB and more at 4 to 15 ranks (256 KiB
+    # at 2-3) is "rabenseifner" (coll_tuned_decision_fixed.c): recursive
+    # halving, then doubling; with ranks placed by host it crosses the host
+    # links with 2(H-1)/H of the bytes, as the hierarchy does (measured with
+    # the links' byte counters), but its steps run one after the other.
+    # Gloo's ring carries 2(P-1)/P.
+    return "rabenseifner" if backend == "mpi" else "ring"
+
+
+def interp_log2(points, x):
+    """Piecewise-linear in log2(x) through [[x, y], ...], flat outside."""
+    pts = sorted(points)
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x <= x1:
+            f = (math.log2(x) - math.log2(x0)) / (math.log2(x1) - math.log2(x0))
+            return y0 + f * (y1 - y0)
+    return pts[-1][1]
+
+
+def mpi_tcp_cluster(cl, p, flags, per_host):
+    """Open MPI's TCP transport as measured with mpi_probe (params.json
+    "mpi_tcp", not the validation rows): `flags` "default" (btl_tcp_flags
+    as shipped: large messages by emulated RDMA put, which runs one
+    direction of an exchange between two ranks at a time) or "send"
+    (btl_tcp_flags=send, what hvdrun passes across hosts). duplex: one pair
+    per host link, or per_host pairs sharing it (then directions of
+    different pairs may overlap), by bytes per rank in the step;
+    serial_s_per_byte: the same allreduce on unshaped links at this np."""
+    m = p["mpi_tcp"][flags]
+    table = m["duplex_one_pair"] if per_host == 1 else m["duplex_two_pairs"]
+    serial = m["serial_s_per_byte"].get(str(cl.ranks), 0.0)
+    return replace(cl, duplex=lambda x: interp_log2(table, x), serial_s_per_byte=serial)
+
+
+L2_HALF = 512 * 1024  # hvd_bench's "cache-sized" chunks here: half the 1 MiB L2
 
 
 def predict_shaped(row, p, latencies, cycles):
     """Predicted seconds for one measure_shaped.sh row (None: not modelled):
     the time the links allow. Link goodput: p["link"] (one TCP stream,
     netns_cluster.sh check); call latency and hvd's cycle cost: the session's W3 rows
-    at the same np (for the cross-host calls of the hierarchy: at np =
-    hosts); hvd's per-tensor cost: calibrate.sh."""
+    at the same np and ranks per host (for the cross-host calls of the
+    hierarchy: at np = hosts, one rank per host, when measured; else at the
+    row's np); hvd's per-tensor cost: calibrate.sh; Open MPI's transport:
+    p["mpi_tcp"] (mpi_probe)."""
     backend = row["backend"]
     impl = row["impl"].replace(" (hvd idle)", "")  # the same pattern, hvd idle beside it
     P, L = int(row["np"]), int(row["per_host"])
-    lat = latencies.get((backend, P))
+    lat = latencies.get((backend, P, L))
     if lat is None or row["workload"] in ("W1", "W3") or row["label"] == "link":
         return None
     cl = Cluster(P, L, p["link"]["goodput"], 0.0, call_latency=lat)
+    if backend == "mpi" and "mpi_tcp" in p:
+        cl = mpi_tcp_cluster(cl, p, "send" if "+send" in row["label"] else "default", L)
     sizes = load_tensor_bytes(row["workload"])
     flat = flat_algorithm(backend)
     if impl == "hvd":
         hier = row["label"].startswith("hier")
         fw = hvd_framework(p, backend, "hierarchical" if hier else flat,
-                           cycles.get((backend, P), p["hvd"][backend]["neg_base"]))
+                           cycles.get((backend, P, L), p["hvd"][backend]["neg_base"]))
         if hier:
             # Calls of the pipeline are cross-host calls among one rank per host.
             hosts = max(2, P // L)
-            cl = replace(cl, call_latency=latencies.get((backend, hosts), lat))
+            # (a session without one rank per host: W3 at np = hosts, as
+            # the 2026-11-24 validation did)
+            near = [v for (b, n, _), v in latencies.items() if b == backend and n == hosts]
+            cl = replace(cl, call_latency=latencies.get((backend, hosts, 1), min(near or [lat])))
         return simulate(sizes, [0.0] * len(sizes), fw, cl)
     if impl.endswith("per tensor"):
         return sum(allreduce_time(s, cl, flat) for s in sizes)
+    if "chunked" in impl and backend == "mpi":
+        # MPI: every call's steps run one after the other (Gloo's chunked
+        # rows stay modelled as one call, as in the 2026-11-24 validation)
+        chunk = L2_HALF if "cache-sized" in impl else MPI_CHUNK
+        total = sum(sizes)
+        calls = math.ceil(total / chunk)
+        return calls * allreduce_time(total / calls, cl, flat)
     if impl.startswith("raw"):
         return allreduce_time(sum(sizes), cl, flat)
     return None
@@ -448,14 +536,28 @@ def predict_shaped(row, p, latencies, cycles):
 
 def cmd_validate(args):
     p = load_params(args.params)
-    rows = read_rows(args.shaped)
+    print("link goodput %.1f MB/s (%s)" % (p["link"]["goodput"] / 1e6, p["link"]["source"]))
+    total = []
+    for path in args.shaped:
+        print("\n== %s" % path)
+        total += validate_session(read_rows(path), p)
+    if len(args.shaped) > 1:
+        print("\nall sessions:")
+        for b in ("gloo", "mpi"):
+            e = [x for k, x in total if k[2] == b]
+            print("%s: within 15%%: %d of %d" % (b, sum(1 for x in e if abs(x) <= 0.15), len(e)))
+
+
+def validate_session(rows, p):
+    """Prints the model against every modelled row group of one session;
+    returns [(group key, relative error)]."""
     latencies = session_latencies(rows)
     cycles = session_cycles(rows)
-    print("link goodput %.1f MB/s (%s)" % (p["link"]["goodput"] / 1e6, p["link"]["source"]))
     print("hvd cycle cost (W3 hvd - raw):", ", ".join(
-        "%s np=%d %.2f ms" % (b, n, 1e3 * v) for (b, n), v in sorted(cycles.items())))
+        "%s np=%d/%d per host %.2f ms" % (b, n, l, 1e3 * v) for (b, n, l), v in sorted(cycles.items())))
     print("call latency (W3, raw):", ", ".join(
-        "%s np=%d %.2f ms" % (b, n, 1e3 * v) for (b, n), v in sorted(latencies.items())))
+        "%s np=%d/%d per host %.2f ms" % (b, n, l, 1e3 * v)
+        for (b, n, l), v in sorted(latencies.items())))
     print("measured: median over the launches (range min-max); err against the median")
     print("%-4s %-6s %-5s %-13s %-20s %4s %9s %15s %9s %7s %6s" % (
         "np", "label", "bknd", "workload", "impl", "runs", "meas_ms", "range_ms", "model_ms", "err",
@@ -476,6 +578,7 @@ def cmd_validate(args):
     for b in ("gloo", "mpi"):
         e = [x for k, x in errs if k[2] == b]
         print("%s: within 15%%: %d of %d" % (b, sum(1 for x in e if abs(x) <= 0.15), len(e)))
+    return errs
 
 
 def shaped_groups(rows):
@@ -504,12 +607,19 @@ def cmd_table(args):
     launches, the time over the wire limit, and the load averages."""
     rows = read_rows(args.shaped)
     line_rate = 1e9 / 8  # bytes/s of a 1 Gbit/s link
-    impls = ["hvd flat", "hvd hierarchical", "raw per tensor", "raw one call"]
+    base = ["hvd flat", "hvd hierarchical", "raw per tensor", "raw one call"]
+    # MPI rows with btl_tcp_flags=send (label "+send") get their own lines
+    impls = base + [k + ", btl_tcp_flags=send" for k in base]
 
     def kind(r):
+        send = ", btl_tcp_flags=send" if "+send" in r["label"] else ""
         if r["impl"] == "hvd":
-            return "hvd hierarchical" if r["label"].startswith("hier") else "hvd flat"
-        return "raw per tensor" if r["impl"].endswith("per tensor") else "raw one call"
+            return ("hvd hierarchical" if r["label"].startswith("hier") else "hvd flat") + send
+        if r["impl"].endswith("per tensor"):
+            return "raw per tensor" + send
+        if r["impl"].endswith("one call"):
+            return "raw one call" + send
+        return None  # chunked, "best" and "(hvd idle)" rows: not tabled
 
     for np_ in sorted({int(r["np"]) for r in rows if r["label"] != "link"}):
         sel = [r for r in rows if int(r["np"]) == np_ and r["label"] != "link" and r["workload"] != "W3"]
@@ -528,6 +638,8 @@ def cmd_table(args):
             nbytes = int(ws[0]["bytes"])
             wire = 2.0 * (H - 1) / H * nbytes / line_rate  # the least any algorithm sends
             for k in impls:
+                if not any(kind(r) == k for r in ws):
+                    continue
                 cells = []
                 for b in ["mpi", "gloo"]:
                     v = [fnum(r, "median_ms") for r in ws if r["backend"] == b and kind(r) == k]
@@ -557,7 +669,7 @@ def main(argv=None):
     c.add_argument("-o", "--output", default=DEFAULT_PARAMS)
     c.set_defaults(func=cmd_calibrate)
     v = sub.add_parser("validate", help="predict the measured shaped-cluster rows")
-    v.add_argument("shaped")
+    v.add_argument("shaped", nargs="+", help="one CSV per session (each with its own W3 rows)")
     v.add_argument("--params", default=DEFAULT_PARAMS)
     v.set_defaults(func=cmd_validate)
     t = sub.add_parser("table", help="markdown tables of a shaped session")
