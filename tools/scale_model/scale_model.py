@@ -34,7 +34,7 @@ change; see docs/scaling.md):
       latency from each session's raw W3 rows); report the error
   table SHAPED.csv
       markdown tables of a session: median (range) ms, time / wire limit
-  published [--params params.json] [--plot docs/scaling.png]
+  published [--params params.json] [--plot docs/scaling_published.png]
       Horovod's 512-GPU setting: the model of Horovod as published and of
       hvd with its own measured overheads
 """
