@@ -73,6 +73,7 @@ void Coordinator::RecordHit(int rank, int32_t slot, int64_t epoch, Clock::time_p
   if (w.ranks.empty()) w.ranks.assign(static_cast<size_t>(size_), false);
   if (w.ranks[rank]) return;
   w.ranks[rank] = true;
+  hits_changed_ = true;
   if (w.count++ == 0) {
     w.since = now;
     w.warned = false;
@@ -100,6 +101,7 @@ void Coordinator::RecordRequest(const Request& q) {
   if (q.type == OpType::kJoin) {
     joined_.insert(q.rank);
     last_joined_ = q.rank;
+    hits_changed_ = true;  // a joined rank counts as present for every slot
     return;
   }
   auto it = table_.find(q.name);
@@ -202,6 +204,8 @@ bool Coordinator::SlotReady(int32_t slot) const {
 }
 
 void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
+  if (!hits_changed_) return;  // nothing can have become ready
+  hits_changed_ = false;
   Action run;
   run.kind = Action::kRunCached;
   run.ranks.assign(joined_.begin(), joined_.end());
@@ -216,7 +220,7 @@ void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
       out->back().response = DecideResponse(r.names[0], {cache_.request(slot)}, joined_, size_);
     } else {
       run.slots.push_back(slot);
-      *bytes += ResponseBytes(r, size_);
+      if (autotuner_) *bytes += ResponseBytes(r, size_);  // only autotune reads it
       cache_.Touch(slot);
     }
     ClearWait(slot);

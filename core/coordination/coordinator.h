@@ -90,7 +90,12 @@ class Coordinator {
   std::vector<int64_t> slot_changed_;  // decision seq of the last put/erase, by slot
   std::vector<SlotWait> waits_;        // by slot
   SlotSet waiting_slots_;              // slots with count > 0
-  std::vector<int32_t> erased_;        // by invalidation, not yet announced
+  // A hit arrived or the joined ranks changed since DecideCached last
+  // scanned: the loop decides on every pass while it waits for a peer, and
+  // rescanning hundreds of unchanged slots each time took the core from
+  // the ranks' own threads.
+  bool hits_changed_ = false;
+  std::vector<int32_t> erased_;  // by invalidation, not yet announced
 
   std::unordered_map<std::string, Pending> table_;
   std::vector<std::string> arrival_order_;
