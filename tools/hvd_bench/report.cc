@@ -103,6 +103,19 @@ void PrintReport(FILE* f, const RunInfo& info, const std::vector<Row>& rows,
                info.failed ? "FAILED on at least one rank" : "all checks passed");
 }
 
+namespace {
+
+// RFC 4180: a field with a comma or quote is quoted, quotes doubled
+// ("raw MPI chunked, cache-sized" has a comma).
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + '"';
+}
+
+}  // namespace
+
 bool WriteCsv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream out(path);
   if (!out) return false;
@@ -111,7 +124,7 @@ bool WriteCsv(const std::string& path, const std::vector<Row>& rows) {
     char line[256];
     std::snprintf(line, sizeof line, ",%.6f,%.6f,%.6f,%.4f,", r.ms.median, r.ms.min, r.ms.max,
                   r.busbw_gbs);
-    out << r.workload << ',' << r.impl << line;
+    out << CsvField(r.workload) << ',' << CsvField(r.impl) << line;
     if (r.ratio > 0) {
       std::snprintf(line, sizeof line, "%.4f", r.ratio);
       out << line;
