@@ -213,25 +213,7 @@ def loop(tensor_bytes, ready, fw, g, gpus, busy):
     pending, t, stream = 0, 0.0, 0.0
     latency = fw.allreduce(1e-9, gpus, g)
     while pending < n:
-        if fw.sleeps_every_cycle:
-            t += fw.cycle
-        else:
-            # Wakes on the first submission, then waits for the burst to end
-            # (quiet for burst_wait, at most one cycle), as sm.simulate.
-            t = max(t, ready[order[pending]])
-            start = t
-            nxt = pending
-            while True:
-                while nxt < n and ready[order[nxt]] <= t:
-                    nxt += 1
-                if nxt < n and ready[order[nxt]] <= t + fw.burst_wait and t < start + fw.cycle:
-                    t = ready[order[nxt]]
-                    continue
-                break
-            t += fw.burst_wait
-        take = pending
-        while take < n and ready[order[take]] <= t:
-            take += 1
+        t, take = sm.next_cycle(t, pending, order, ready, fw)
         t += fw.neg_cycle(gpus, take - pending)
         if take == pending:
             continue

@@ -230,6 +230,33 @@ def fuse(sizes, threshold, solo=0.0):
     return buckets
 
 
+def next_cycle(t, pending, order, ready, fw):
+    """One cycle of the background loop from time t: it sleeps one cycle
+    (sleeps_every_cycle) or wakes on the first pending gradient and waits
+    for the burst to end (quiet for burst_wait, at most one cycle), then
+    takes what is ready. order: tensor indices by ready time; pending: the
+    first of them not yet taken. Returns (time, index after the last taken)."""
+    n = len(order)
+    if fw.sleeps_every_cycle:
+        t += fw.cycle
+    else:
+        t = max(t, ready[order[pending]])
+        start = t
+        nxt = pending
+        while True:
+            while nxt < n and ready[order[nxt]] <= t:
+                nxt += 1
+            if nxt < n and ready[order[nxt]] <= t + fw.burst_wait and t < start + fw.cycle:
+                t = ready[order[nxt]]
+                continue
+            break
+        t += fw.burst_wait
+    take = pending
+    while take < n and ready[order[take]] <= t:
+        take += 1
+    return t, take
+
+
 def simulate(tensor_bytes, ready, fw, cl, busy=None):
     """Background loop: returns the time the last bucket completes.
 
@@ -243,25 +270,7 @@ def simulate(tensor_bytes, ready, fw, cl, busy=None):
     neg = fw.negotiation(cl.ranks)
     n = len(order)
     while pending < n:
-        if fw.sleeps_every_cycle:
-            t += fw.cycle
-        else:
-            # Wakes on the first submission, then waits for the burst to end
-            # (quiet for burst_wait, at most one cycle).
-            t = max(t, ready[order[pending]])
-            start = t
-            while True:
-                nxt = pending
-                while nxt < n and ready[order[nxt]] <= t:
-                    nxt += 1
-                if nxt < n and ready[order[nxt]] <= t + fw.burst_wait and t < start + fw.cycle:
-                    t = ready[order[nxt]]
-                    continue
-                break
-            t += fw.burst_wait
-        take = pending
-        while take < n and ready[order[take]] <= t:
-            take += 1
+        t, take = next_cycle(t, pending, order, ready, fw)
         t += neg
         if take == pending:
             continue
