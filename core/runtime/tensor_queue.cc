@@ -3,7 +3,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <thread>
 #include <utility>
 
 namespace hvd {
@@ -109,23 +108,6 @@ void TensorQueue::Wake() {
 bool TensorQueue::HasRequests() {
   std::lock_guard<SpinLock> lock(mu_);
   return !requests_.empty();
-}
-
-void TensorQueue::WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
-                                  std::chrono::steady_clock::duration max_wait) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  auto last_change = start;
-  uint64_t seen = submitted_.load(std::memory_order_relaxed);
-  for (auto now = start; now - last_change < quiet && now - start < max_wait; now = Clock::now()) {
-    // Yield rather than spin: the submitting thread may need this core.
-    std::this_thread::yield();
-    const uint64_t c = submitted_.load(std::memory_order_relaxed);
-    if (c != seen) {
-      seen = c;
-      last_change = Clock::now();
-    }
-  }
 }
 
 void TensorQueue::Close(const Status& s) {

@@ -50,11 +50,8 @@ class TensorQueue {
   bool Sleeping(bool sleeping);
   void Wake();
   bool HasRequests();
-  // While callers are still submitting (a burst of async ops), yield until
-  // no request arrived for `quiet` or `max_wait` passed, so the burst is
-  // negotiated and fused together.
-  void WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
-                       std::chrono::steady_clock::duration max_wait);
+  // How many requests were ever added: a lock-free way to see new ones.
+  uint64_t submitted() const { return submitted_.load(std::memory_order_relaxed); }
 
   // Fails every pending entry with `s` and refuses new ones with it (the
   // first closing status stays).
