@@ -16,6 +16,7 @@ namespace {
 
 Status ReadOpOptions(const hvd_op_options* in, hvd_op_options* out, const char* fn) {
   *out = HVD_OP_OPTIONS_INIT;
+  if (!in) return Status::OK();  // the defaults are valid
   HVD_RETURN_IF_ERROR(ReadOptions(in, out, fn));
   if (!std::isfinite(out->prescale_factor) || !std::isfinite(out->postscale_factor)) {
     return Status::Invalid(std::string(fn) + ": prescale/postscale factors must be finite");
@@ -227,7 +228,9 @@ class ScratchEntry {
   }
 
  private:
-  static std::unique_ptr<TensorEntry>* Slot() {
+  // Out of line: inlined, the compiler recomputes the thread-local's address
+  // (a __tls_get_addr call in a shared library) at every use of slot_.
+  __attribute__((noinline)) static std::unique_ptr<TensorEntry>* Slot() {
     thread_local std::unique_ptr<TensorEntry> entry;
     return &entry;
   }

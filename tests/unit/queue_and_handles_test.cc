@@ -344,3 +344,55 @@ TEST(BlockPool, ReusesBlocksAcrossThreads) {
 
 }  // namespace
 }  // namespace hvd
+
+namespace hvd {
+namespace {
+
+// A grouped state: done after its last tensor, with the first error, and
+// completions past the last (the watchdog failed it, then the loop
+// finished it) change nothing.
+TEST(HandleState, GroupFinishesOnceWithTheFirstError) {
+  int calls = 0;
+  Status seen;
+  HandleState h(3, [&](int64_t, const Status& s) {
+    ++calls;
+    seen = s;
+  });
+  h.Complete(Status::OK());
+  EXPECT_FALSE(h.done());
+  EXPECT_EQ(h.Poll().code(), Code::kInProgress);
+  h.Complete(Status::Timeout("first"));
+  h.Complete(Status::Backend("second"));
+  ASSERT_TRUE(h.done());
+  EXPECT_EQ(h.Poll().code(), Code::kTimeout);
+  EXPECT_EQ(h.Poll().message(), "first");
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen.message(), "first");
+  h.Complete(Status::OK());
+  h.Complete(Status::Internal("late"));
+  EXPECT_EQ(h.Poll().message(), "first");
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(h.Wait(0).code(), Code::kTimeout);  // the operation's own status
+}
+
+// Completion is lock-free; a thread that sleeps in Wait must still be woken
+// whichever side comes first. Many rounds of a racing waiter and completer.
+TEST(HandleState, WaiterIsNeverLeftAsleep) {
+  for (int round = 0; round < 2000; ++round) {
+    auto h = std::make_shared<HandleState>(2, nullptr);
+    std::thread waiter([h] {
+      bool timed_out = false;
+      Status s = h->Wait(10000, &timed_out);
+      EXPECT_FALSE(timed_out);
+      EXPECT_TRUE(s.ok()) << s.message();
+    });
+    std::vector<HandleState*> batch{h.get(), h.get()};
+    if (round % 2) std::this_thread::yield();
+    HandleState::CompleteAll(batch, Status::OK());
+    waiter.join();
+    ASSERT_TRUE(h->done());
+  }
+}
+
+}  // namespace
+}  // namespace hvd
