@@ -431,7 +431,7 @@ hvd_status Submit(const char* fn, std::unique_ptr<TensorEntry>* entries, size_t 
     e.request.process_set = o.process_set;
     e.request.prescale = o.prescale_factor;
     e.request.postscale = o.postscale_factor;
-    e.allocator = MakeAllocator(o);
+    if (o.allocator) e.allocator = MakeAllocator(o);  // entries arrive cleared
     e.cuda_stream = o.cuda_stream;
     if (e.request.name.empty()) {
       e.request.name = RT().AutoName(e.request.type, o.process_set);
