@@ -16,6 +16,7 @@ namespace {
 
 Status ReadOpOptions(const hvd_op_options* in, hvd_op_options* out, const char* fn) {
   *out = HVD_OP_OPTIONS_INIT;
+  if (!in) return Status::OK();  // the defaults are valid
   HVD_RETURN_IF_ERROR(ReadOptions(in, out, fn));
   if (!std::isfinite(out->prescale_factor) || !std::isfinite(out->postscale_factor)) {
     return Status::Invalid(std::string(fn) + ": prescale/postscale factors must be finite");
@@ -203,6 +204,41 @@ Status NoOpCheck(const char*, int) {
   return Status::OK();
 }
 
+// The calling thread's entry for a single-tensor operation. A successful
+// submission hands it to the queue, which gives back a cleared pooled entry
+// whose name and shape memory the next call reuses: the hot path copies and
+// allocates nothing. Any failure clears it for the next call.
+class ScratchEntry {
+ public:
+  ScratchEntry() : slot_(Slot()) {
+    if (!*slot_) *slot_ = std::make_unique<TensorEntry>();
+  }
+  ~ScratchEntry() {
+    if (!submitted_) (*slot_)->Clear();
+  }
+  ScratchEntry(const ScratchEntry&) = delete;
+  ScratchEntry& operator=(const ScratchEntry&) = delete;
+
+  TensorEntry& operator*() { return **slot_; }
+  TensorEntry* operator->() { return slot_->get(); }
+  hvd_status Submit(const char* fn, const hvd_op_options& o, hvd_handle* handle) {
+    const hvd_status st = capi::Submit(fn, slot_, 1, o, handle);
+    submitted_ = st == HVD_OK;
+    return st;
+  }
+
+ private:
+  // Out of line: inlined, the compiler recomputes the thread-local's address
+  // (a __tls_get_addr call in a shared library) at every use of slot_.
+  __attribute__((noinline)) static std::unique_ptr<TensorEntry>* Slot() {
+    thread_local std::unique_ptr<TensorEntry> entry;
+    return &entry;
+  }
+
+  std::unique_ptr<TensorEntry>* slot_;
+  bool submitted_ = false;
+};
+
 // The checks every single-tensor operation starts with, in this order:
 // initialised, valid options, a valid reduce op (check_op; NoOpCheck for
 // operations without one), a valid input tensor.
@@ -220,27 +256,16 @@ hvd_status Allreduce(const char* name, const DLTensor* input, DLTensor* output, 
                      const hvd_op_options* opts, hvd_handle* handle) {
   const char* fn = "hvd_allreduce_async";
   hvd_op_options o;
-  // The hot path of every training step. The queue swaps this entry with a
-  // pooled one, so the thread's name and shape buffers are reused rather
-  // than allocated per tensor.
-  // It is clear between calls: a successful submission leaves it with a
-  // cleared pooled entry's contents, and every failure clears it.
-  thread_local TensorEntry e;
-  Status s = ReadCommon(fn, opts, CheckReduceOp, op, input, "input", &o, &e);
-  if (s.ok()) s = ReadOutput(fn, "output", "input", input, output, &e);
-  if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumTensor(fn, "input", e);
+  ScratchEntry e;  // the hot path of every training step
+  Status s = ReadCommon(fn, opts, CheckReduceOp, op, input, "input", &o, &*e);
+  if (s.ok()) s = ReadOutput(fn, "output", "input", input, output, &*e);
+  if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumTensor(fn, "input", *e);
   if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumSet(fn, o.process_set);
-  hvd_status st;
-  if (s.ok()) {
-    e.request.type = OpType::kAllreduce;
-    e.request.reduce_op = static_cast<ReduceOp>(op);
-    if (name) e.request.name = name;
-    st = Submit(fn, &e, 1, o, handle);
-  } else {
-    st = Report(s);
-  }
-  if (st != HVD_OK) e.Clear();
-  return st;
+  if (!s.ok()) return Report(s);
+  e->request.type = OpType::kAllreduce;
+  e->request.reduce_op = static_cast<ReduceOp>(op);
+  if (name) e->request.name = name;
+  return e.Submit(fn, o, handle);
 }
 
 hvd_status GroupedAllreduce(const char* const* names, const DLTensor* const* inputs,
@@ -254,27 +279,28 @@ hvd_status GroupedAllreduce(const char* const* names, const DLTensor* const* inp
   if (s.ok() && (count <= 0 || !inputs || !outputs)) {
     s = Status::Invalid(std::string(fn) + ": needs count > 0 and non-NULL inputs/outputs");
   }
-  std::vector<TensorEntry> v(s.ok() ? static_cast<size_t>(count) : 0);
+  std::vector<std::unique_ptr<TensorEntry>> v(s.ok() ? static_cast<size_t>(count) : 0);
   for (int i = 0; s.ok() && i < count; ++i) {
     const std::string what = "inputs[" + std::to_string(i) + "]";
     const std::string owhat = "outputs[" + std::to_string(i) + "]";
-    s = ReadTensor(fn, what.c_str(), inputs[i], &v[i]);
-    if (s.ok()) s = ReadOutput(fn, owhat.c_str(), what.c_str(), inputs[i], outputs[i], &v[i]);
-    if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumTensor(fn, what.c_str(), v[i]);
+    v[i] = std::make_unique<TensorEntry>();
+    s = ReadTensor(fn, what.c_str(), inputs[i], v[i].get());
+    if (s.ok()) s = ReadOutput(fn, owhat.c_str(), what.c_str(), inputs[i], outputs[i], v[i].get());
+    if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumTensor(fn, what.c_str(), *v[i]);
     if (!s.ok()) break;
   }
   if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumSet(fn, o.process_set);
   for (int i = 0; s.ok() && i < count; ++i) {
-    v[i].request.type = OpType::kAllreduce;
-    v[i].request.reduce_op = static_cast<ReduceOp>(op);
-    v[i].request.name =
+    v[i]->request.type = OpType::kAllreduce;
+    v[i]->request.reduce_op = static_cast<ReduceOp>(op);
+    v[i]->request.name =
         names && names[i] ? names[i] : RT().AutoName(OpType::kAllreduce, o.process_set);
   }
   if (!s.ok()) return Report(s);
-  const std::string group = "group:" + v[0].request.name;
+  const std::string group = "group:" + v[0]->request.name;
   for (auto& e : v) {
-    e.request.group = group;
-    e.request.group_size = count;
+    e->request.group = group;
+    e->request.group_size = count;
   }
   return Submit(fn, v.data(), v.size(), o, handle);
 }
@@ -283,20 +309,20 @@ hvd_status Allgather(const char* name, const DLTensor* input, const hvd_op_optio
                      hvd_handle* handle) {
   const char* fn = "hvd_allgather_async";
   hvd_op_options o;
-  TensorEntry e;
-  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, input, "input", &o, &e);
+  ScratchEntry e;
+  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, input, "input", &o, &*e);
   if (!s.ok()) return Report(s);
-  e.request.type = OpType::kAllgather;
-  if (name) e.request.name = name;
-  return Submit(fn, &e, 1, o, handle);
+  e->request.type = OpType::kAllgather;
+  if (name) e->request.name = name;
+  return e.Submit(fn, o, handle);
 }
 
 hvd_status Broadcast(const char* name, DLTensor* tensor, int root_rank, const hvd_op_options* opts,
                      hvd_handle* handle) {
   const char* fn = "hvd_broadcast_async";
   hvd_op_options o;
-  TensorEntry e;
-  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, tensor, "tensor", &o, &e);
+  ScratchEntry e;
+  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, tensor, "tensor", &o, &*e);
   int set_rank = 0, set_size = 0;
   if (s.ok()) s = RT().SetInfo(o.process_set, &set_rank, &set_size);
   if (s.ok() && (root_rank < 0 || root_rank >= set_size)) {
@@ -305,11 +331,11 @@ hvd_status Broadcast(const char* name, DLTensor* tensor, int root_rank, const hv
                         std::to_string(set_size) + ")");
   }
   if (!s.ok()) return Report(s);
-  e.output = static_cast<uint8_t*>(tensor->data) + tensor->byte_offset;
-  e.request.type = OpType::kBroadcast;
-  e.request.root = root_rank;
-  if (name) e.request.name = name;
-  return Submit(fn, &e, 1, o, handle);
+  e->output = static_cast<uint8_t*>(tensor->data) + tensor->byte_offset;
+  e->request.type = OpType::kBroadcast;
+  e->request.root = root_rank;
+  if (name) e->request.name = name;
+  return e.Submit(fn, o, handle);
 }
 
 // Alltoall's splits against the input's first dimension and the set size.
@@ -347,28 +373,28 @@ hvd_status Alltoall(const char* name, const DLTensor* input, const int32_t* spli
                     const hvd_op_options* opts, hvd_handle* handle) {
   const char* fn = "hvd_alltoall_async";
   hvd_op_options o;
-  TensorEntry e;
-  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, input, "input", &o, &e);
+  ScratchEntry e;
+  Status s = ReadCommon(fn, opts, NoOpCheck, HVD_OP_SUM, input, "input", &o, &*e);
   int set_rank = 0, set_size = 0;
   if (s.ok()) s = RT().SetInfo(o.process_set, &set_rank, &set_size);
-  if (s.ok()) s = ReadSplits(fn, splits, nsplits, set_size, &e);
+  if (s.ok()) s = ReadSplits(fn, splits, nsplits, set_size, &*e);
   if (!s.ok()) return Report(s);
-  e.request.type = OpType::kAlltoall;
-  if (name) e.request.name = name;
-  return Submit(fn, &e, 1, o, handle);
+  e->request.type = OpType::kAlltoall;
+  if (name) e->request.name = name;
+  return e.Submit(fn, o, handle);
 }
 
 hvd_status Reducescatter(const char* name, const DLTensor* input, int op,
                          const hvd_op_options* opts, hvd_handle* handle) {
   const char* fn = "hvd_reducescatter_async";
   hvd_op_options o;
-  TensorEntry e;
-  Status s = ReadCommon(fn, opts, CheckScatterOp, op, input, "input", &o, &e);
+  ScratchEntry e;
+  Status s = ReadCommon(fn, opts, CheckScatterOp, op, input, "input", &o, &*e);
   if (!s.ok()) return Report(s);
-  e.request.type = OpType::kReducescatter;
-  e.request.reduce_op = static_cast<ReduceOp>(op);
-  if (name) e.request.name = name;
-  return Submit(fn, &e, 1, o, handle);
+  e->request.type = OpType::kReducescatter;
+  e->request.reduce_op = static_cast<ReduceOp>(op);
+  if (name) e->request.name = name;
+  return e.Submit(fn, o, handle);
 }
 
 hvd_status Barrier(int32_t process_set) {
@@ -393,19 +419,19 @@ hvd_status Join(int32_t process_set, int* last_rank) {
 
 }  // namespace
 
-hvd_status Submit(const char* fn, TensorEntry* entries, size_t count, const hvd_op_options& o,
-                  hvd_handle* handle) {
+hvd_status Submit(const char* fn, std::unique_ptr<TensorEntry>* entries, size_t count,
+                  const hvd_op_options& o, hvd_handle* handle) {
   if (!handle) return Fail(Code::kInvalidArgument, std::string(fn) + ": handle is NULL");
   auto state = std::allocate_shared<HandleState>(PoolAllocator<HandleState>(),
                                                  static_cast<int>(count), MakeCallback(o));
   for (size_t i = 0; i < count; ++i) {
-    auto& e = entries[i];
+    TensorEntry& e = *entries[i];
     e.handle = state;
     e.owns_result = i == 0;
     e.request.process_set = o.process_set;
     e.request.prescale = o.prescale_factor;
     e.request.postscale = o.postscale_factor;
-    e.allocator = MakeAllocator(o);
+    if (o.allocator) e.allocator = MakeAllocator(o);  // entries arrive cleared
     e.cuda_stream = o.cuda_stream;
     if (e.request.name.empty()) {
       e.request.name = RT().AutoName(e.request.type, o.process_set);
@@ -427,7 +453,8 @@ hvd_status RunBlocking(const char* fn, TensorEntry entry, int32_t set, int64_t* 
   hvd_op_options o = HVD_OP_OPTIONS_INIT;
   o.process_set = set;
   hvd_handle h = 0;
-  hvd_status st = Submit(fn, &entry, 1, o, &h);
+  auto e = std::make_unique<TensorEntry>(std::move(entry));
+  hvd_status st = Submit(fn, &e, 1, o, &h);
   if (st != HVD_OK) return st;
   Status err;
   auto state = HandleTable::Global().Find(h, &err);

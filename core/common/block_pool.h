@@ -3,11 +3,13 @@
 // frees (a handle's state: the caller makes it, the background thread often
 // drops the last reference): glibc's per-thread caches miss on that
 // pattern and fall through to the locked arena, about 400 instructions per
-// object; a mutex-guarded list costs a tenth of that.
+// object; a list behind a spin lock costs a twentieth of that.
 #pragma once
 
 #include <cstddef>
 #include <mutex>
+
+#include "core/common/spin_lock.h"
 #include <new>
 #include <vector>
 
@@ -19,7 +21,7 @@ class BlockPool {
   static void* Get() {
     Lists& l = lists();
     {
-      std::lock_guard<std::mutex> lock(l.mu);
+      std::lock_guard<SpinLock> lock(l.mu);
       if (!l.free.empty()) {
         void* p = l.free.back();
         l.free.pop_back();
@@ -31,7 +33,7 @@ class BlockPool {
   static void Put(void* p) {
     Lists& l = lists();
     {
-      std::lock_guard<std::mutex> lock(l.mu);
+      std::lock_guard<SpinLock> lock(l.mu);
       // Bounded: a burst of a million handles does not stay allocated.
       if (l.free.size() < kMaxFree) {
         l.free.push_back(p);
@@ -44,7 +46,7 @@ class BlockPool {
  private:
   static constexpr size_t kMaxFree = 16384;
   struct Lists {
-    std::mutex mu;
+    SpinLock mu;
     std::vector<void*> free;
   };
   // Never destroyed: objects in other statics (the runtime's queues, the

@@ -2,6 +2,7 @@
 // one-line message. The C layer turns it into hvd_status + hvd_last_error.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -22,10 +23,23 @@ enum class Code : int {
   kAlreadyInitialized = -10,
 };
 
+// Every call on the submit path returns one, so the common case is cheap: an
+// OK status is a code and a null pointer (no string to build, copy or
+// free); the message lives on the heap only when there is one.
 class Status {
  public:
   Status() = default;
-  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Code code, std::string message)
+      : code_(code),
+        message_(message.empty() ? nullptr : std::make_unique<std::string>(std::move(message))) {}
+  Status(const Status& o)
+      : code_(o.code_), message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
+  Status& operator=(const Status& o) {
+    if (this != &o) *this = Status(o);
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
 
   static Status OK() { return Status(); }
   static Status InProgress() { return Status(Code::kInProgress, ""); }
@@ -40,11 +54,16 @@ class Status {
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const std::string& message() const { return message_ ? *message_ : Empty(); }
 
  private:
+  static const std::string& Empty() {
+    static const std::string empty;
+    return empty;
+  }
+
   Code code_ = Code::kOk;
-  std::string message_;
+  std::unique_ptr<std::string> message_;
 };
 
 // Propagate a non-OK status to the caller.

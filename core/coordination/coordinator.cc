@@ -35,6 +35,7 @@ Coordinator::Coordinator(int size, int32_t set_id, const Config& config)
       cache_(config.cache_capacity),
       slot_changed_(static_cast<size_t>(std::max(0, config.cache_capacity)), 0),
       waits_(static_cast<size_t>(std::max(0, config.cache_capacity))),
+      hit_by_(static_cast<size_t>(size), SlotSet(std::max(0, config.cache_capacity))),
       waiting_slots_(std::max(0, config.cache_capacity)),
       stalls_(config, set_id) {}
 
@@ -69,12 +70,12 @@ void Coordinator::RecordHit(int rank, int32_t slot, int64_t epoch, Clock::time_p
   if (slot < 0 || slot >= cache_.capacity() || epoch < slot_changed_[slot] || !cache_.used(slot)) {
     return;
   }
-  SlotWait& w = waits_[slot];
-  if (w.ranks.empty()) w.ranks.assign(static_cast<size_t>(size_), false);
-  if (w.ranks[rank]) return;
-  w.ranks[rank] = true;
+  SlotSet& mine = hit_by_[static_cast<size_t>(rank)];
+  if (mine.Has(slot)) return;
+  mine.Insert(slot);
   hits_changed_ = true;
-  if (w.count++ == 0) {
+  if (!waiting_slots_.Has(slot)) {
+    SlotWait& w = waits_[slot];
     w.since = now;
     w.warned = false;
     waiting_slots_.Insert(slot);
@@ -82,10 +83,8 @@ void Coordinator::RecordHit(int rank, int32_t slot, int64_t epoch, Clock::time_p
 }
 
 void Coordinator::ClearWait(int32_t slot) {
-  SlotWait& w = waits_[slot];
-  if (w.count == 0) return;
-  std::fill(w.ranks.begin(), w.ranks.end(), false);
-  w.count = 0;
+  if (!waiting_slots_.Has(slot)) return;
+  for (SlotSet& s : hit_by_) s.Erase(slot);
   waiting_slots_.Erase(slot);
 }
 
@@ -196,13 +195,6 @@ void Coordinator::DecideFull(int64_t seq, std::vector<Action>* out, int64_t* byt
   }
 }
 
-bool Coordinator::SlotReady(int32_t slot) const {
-  const SlotWait& w = waits_[slot];
-  int count = w.count;
-  for (int r : joined_) count += w.ranks[r] ? 0 : 1;
-  return count >= size_;
-}
-
 void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
   if (!hits_changed_) return;  // nothing can have become ready
   hits_changed_ = false;
@@ -210,21 +202,31 @@ void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
   run.kind = Action::kRunCached;
   run.ranks.assign(joined_.begin(), joined_.end());
   run.slots.reserve(static_cast<size_t>(waiting_slots_.size()));
-  waiting_slots_.ForEach([&](int32_t slot) {
-    if (!SlotReady(slot)) return;
-    const Response& r = *cache_.response(slot);
-    if (!joined_.empty() && r.type != OpType::kAllreduce) {
-      // Joined ranks hold no entry for it: fail it as a fresh request would.
-      out->push_back(Action());
-      out->back().kind = Action::kRun;
-      out->back().response = DecideResponse(r.names[0], {cache_.request(slot)}, joined_, size_);
-    } else {
-      run.slots.push_back(slot);
-      if (autotuner_) *bytes += ResponseBytes(r, size_);  // only autotune reads it
-      cache_.Touch(slot);
+  for (size_t i = 0; i < waiting_slots_.words(); ++i) {
+    // Ready: hit by every rank that has not joined (a joined rank counts as
+    // present for every slot).
+    uint64_t ready = waiting_slots_.word(i);
+    for (int r = 0; r < size_ && ready != 0; ++r) {
+      if (joined_.empty() || !joined_.count(r)) ready &= hit_by_[static_cast<size_t>(r)].word(i);
     }
-    ClearWait(slot);
-  });
+    if (ready == 0) continue;
+    for (uint64_t m = ready; m != 0; m &= m - 1) {
+      const auto slot = static_cast<int32_t>(i * 64 + static_cast<size_t>(__builtin_ctzll(m)));
+      const Response& r = *cache_.response(slot);
+      if (!joined_.empty() && r.type != OpType::kAllreduce) {
+        // Joined ranks hold no entry for it: fail it as a fresh request would.
+        out->push_back(Action());
+        out->back().kind = Action::kRun;
+        out->back().response = DecideResponse(r.names[0], {cache_.request(slot)}, joined_, size_);
+      } else {
+        run.slots.push_back(slot);
+        if (autotuner_) *bytes += ResponseBytes(r, size_);  // only autotune reads it
+        cache_.Touch(slot);
+      }
+    }
+    for (SlotSet& s : hit_by_) s.EraseWord(i, ready);
+    waiting_slots_.EraseWord(i, ready);
+  }
   if (!run.slots.empty()) out->push_back(std::move(run));
 }
 
@@ -254,11 +256,13 @@ void Coordinator::CheckStalls(std::vector<Action>* out) {
       table_.erase(it);
     }
   }
+  std::vector<bool> has(static_cast<size_t>(size_));
   waiting_slots_.ForEach([&](int32_t slot) {
     SlotWait& w = waits_[slot];
     const Response& r = *cache_.response(slot);
     std::string error;
-    const std::vector<int> who = missing(w.ranks, r.type == OpType::kAllreduce);
+    for (int k = 0; k < size_; ++k) has[k] = hit_by_[static_cast<size_t>(k)].Has(slot);
+    const std::vector<int> who = missing(has, r.type == OpType::kAllreduce);
     if (stalls_.Inspect(r.names[0], r.type, w.since, who, &w.warned, &error,
                         detail(who, r.names[0]))) {
       out->push_back(Action());

@@ -51,9 +51,7 @@ class Coordinator {
   bool stopped() const { return stopped_; }
 
  private:
-  struct SlotWait {
-    std::vector<bool> ranks;  // which ranks reported a hit; kept allocated between uses
-    int count = 0;
+  struct SlotWait {  // for the stall inspector
     Clock::time_point since;
     bool warned = false;
   };
@@ -73,7 +71,6 @@ class Coordinator {
   void DecideCached(std::vector<Action>* out, int64_t* bytes);
   void AddFull(int64_t seq, Response r, const Request& ref, std::vector<Action>* out);
   void Erase(int32_t slot, int64_t seq, std::vector<Action>* out);
-  bool SlotReady(int32_t slot) const;
   void CheckStalls(std::vector<Action>* out);
   Response Decided(const std::string& name);
 
@@ -89,7 +86,12 @@ class Coordinator {
   ResponseCache cache_;
   std::vector<int64_t> slot_changed_;  // decision seq of the last put/erase, by slot
   std::vector<SlotWait> waits_;        // by slot
-  SlotSet waiting_slots_;              // slots with count > 0
+  // The slots each rank reported a hit for that have not run yet, and
+  // their union. A slot is ready when every rank (joined ones aside) has
+  // it: a word-wise AND over the ranks' bitmaps, as Horovod ANDs its cache
+  // bit vectors, instead of counting hits slot by slot.
+  std::vector<SlotSet> hit_by_;  // by rank
+  SlotSet waiting_slots_;
   // A hit arrived or the joined ranks changed since DecideCached last
   // scanned: the loop decides on every pass while it waits for a peer, and
   // rescanning hundreds of unchanged slots each time took the core from

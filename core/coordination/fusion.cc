@@ -58,8 +58,8 @@ std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses, i
   std::vector<int64_t> bytes;   // per entry of `out`
   std::map<Key, size_t> open;   // key -> index in out of the group still taking tensors
   auto open_last = open.end();  // the group the previous response went to
-  for (const auto& p : responses) {
-    const Response& r = *p;
+  for (size_t i = 0; i < responses.size(); ++i) {
+    const Response& r = *responses[i];
     if (threshold <= 0 || !Fusable(r)) {
       out.push_back(r);
       bytes.push_back(0);
@@ -87,6 +87,10 @@ std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses, i
     open_last = open.insert_or_assign(key, out.size()).first;
     bytes.push_back(b);
     out.push_back(r);
+    // Room for every tensor still to come: a fused response of a thousand
+    // names would otherwise grow (and move its names) ten times.
+    out.back().names.reserve(responses.size() - i);
+    out.back().sizes.reserve(r.sizes.size() * (responses.size() - i));
   }
   return out;
 }

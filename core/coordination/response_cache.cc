@@ -7,22 +7,21 @@ ResponseCache::ResponseCache(int capacity) : capacity_(capacity), slots_(capacit
 }
 
 ResponseCache::State ResponseCache::Lookup(const Request& request, int* position) const {
-  auto it = by_name_.find(request.name);
-  if (it == by_name_.end()) return State::kMiss;
-  *position = it->second;
-  return slots_[it->second].request.SameParams(request) ? State::kHit : State::kInvalid;
+  const int pos = by_name_.Find(request.name);
+  if (pos < 0) return State::kMiss;
+  *position = pos;
+  return slots_[pos].request.SameParams(request) ? State::kHit : State::kInvalid;
 }
 
 int ResponseCache::Find(const std::string& name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? -1 : it->second;
+  return by_name_.Find(name);
 }
 
 int ResponseCache::Put(const Response& response, const Request& request, int* evicted) {
   *evicted = -1;
   if (capacity_ == 0) return -1;
-  auto it = by_name_.find(request.name);
-  if (it != by_name_.end()) Erase(it->second);
+  const int old = by_name_.Find(request.name);
+  if (old >= 0) Erase(old);
   if (free_.empty()) {
     *evicted = lru_.back();
     Erase(*evicted);
@@ -34,8 +33,8 @@ int ResponseCache::Put(const Response& response, const Request& request, int* ev
 
 void ResponseCache::PutAt(int pos, const Response& response, const Request& request) {
   if (pos < 0 || pos >= capacity_) return;
-  auto it = by_name_.find(request.name);
-  if (it != by_name_.end()) Erase(it->second);
+  const int old = by_name_.Find(request.name);
+  if (old >= 0) Erase(old);
   Erase(pos);
   free_.erase(pos);
   Slot& s = slots_[pos];
@@ -44,7 +43,7 @@ void ResponseCache::PutAt(int pos, const Response& response, const Request& requ
   s.request = request;
   lru_.push_front(pos);
   s.lru = lru_.begin();
-  by_name_[request.name] = pos;
+  by_name_.Insert(pos);  // after s.request: the index reads the name there
 }
 
 void ResponseCache::Touch(int position) {
@@ -55,7 +54,7 @@ void ResponseCache::Touch(int position) {
 void ResponseCache::Erase(int position) {
   if (!used(position)) return;
   Slot& s = slots_[position];
-  by_name_.erase(s.request.name);
+  by_name_.Remove(s.request.name);
   lru_.erase(s.lru);
   s = Slot();
   free_.insert(position);

@@ -8,9 +8,9 @@
 #include <list>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "core/common/name_index.h"
 #include "core/coordination/message.h"
 
 namespace hvd {
@@ -20,6 +20,9 @@ class ResponseCache {
   enum class State { kMiss, kHit, kInvalid };
 
   explicit ResponseCache(int capacity);
+  // The name index refers to this object's slots.
+  ResponseCache(const ResponseCache&) = delete;
+  ResponseCache& operator=(const ResponseCache&) = delete;
 
   int capacity() const { return capacity_; }
   size_t size() const { return by_name_.size(); }
@@ -53,7 +56,11 @@ class ResponseCache {
   };
   int capacity_;
   std::vector<Slot> slots_;
-  std::unordered_map<std::string, int> by_name_;
+  struct SlotName {
+    const std::vector<Slot>* slots;
+    std::string_view operator()(int pos) const { return (*slots)[pos].request.name; }
+  };
+  NameIndex<int, -1, SlotName> by_name_{SlotName{&slots_}};
   std::list<int> lru_;  // front = most recently used
   std::set<int> free_;  // lowest free slot first
 };

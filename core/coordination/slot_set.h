@@ -1,5 +1,5 @@
-// The set of response-cache slots some rank has hit and that wait for the
-// others: a bitmap over the cache's capacity. Inserting and erasing cost a
+// A set of response-cache slots (which a rank has hit, which wait for the
+// other ranks): a bitmap over the cache's capacity. Inserting and erasing cost a
 // bit flip (no allocation, unlike a node-based set), and visiting in slot
 // order costs a word per 64 slots, which the steady state does every cycle.
 #pragma once
@@ -25,8 +25,20 @@ class SlotSet {
     count_ -= (w & bit) ? 1 : 0;
     w &= ~bit;
   }
+  bool Has(int32_t slot) const {
+    return (words_[static_cast<size_t>(slot) / 64] >> (slot % 64)) & 1;
+  }
   bool empty() const { return count_ == 0; }
   int size() const { return count_; }
+
+  // Word access for whole-set operations: slots i*64 .. i*64+63.
+  size_t words() const { return words_.size(); }
+  uint64_t word(size_t i) const { return words_[i]; }
+  // Erases the slots of `mask` in word i.
+  void EraseWord(size_t i, uint64_t mask) {
+    count_ -= __builtin_popcountll(words_[i] & mask);
+    words_[i] &= ~mask;
+  }
 
   // Calls f(slot) for every slot in ascending order; f may erase the slot
   // it is given (and no other).

@@ -23,7 +23,7 @@ void HandleTable::Rehash(size_t capacity) {
 }
 
 int64_t HandleTable::Add(std::shared_ptr<HandleState> state) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   // Keep at most half the slots in use (live or tombstone); grow when the
   // live handles alone fill a quarter.
   if (slots_.empty() || (used_ + 1) * 2 > slots_.size()) {
@@ -57,7 +57,7 @@ Status HandleTable::Unknown(int64_t handle) const {
 }
 
 std::shared_ptr<HandleState> HandleTable::Find(int64_t handle, Status* error) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   Slot* s = Locate(handle);
   if (!s) {
     *error = Unknown(handle);
@@ -67,7 +67,7 @@ std::shared_ptr<HandleState> HandleTable::Find(int64_t handle, Status* error) {
 }
 
 bool HandleTable::FinishedOk(int64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   Slot* s = Locate(handle);
   return s && s->state->done() && s->state->Poll().ok();
 }
@@ -75,7 +75,7 @@ bool HandleTable::FinishedOk(int64_t handle) {
 Status HandleTable::Release(int64_t handle) {
   std::shared_ptr<HandleState> state;  // destroyed outside the lock
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     Slot* s = Locate(handle);
     if (!s) return Unknown(handle);
     state = std::move(s->state);
@@ -98,7 +98,7 @@ Status HandleTable::Release(int64_t handle) {
 }
 
 size_t HandleTable::size() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return live_;
 }
 

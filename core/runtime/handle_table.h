@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/common/spin_lock.h"
 #include "core/tensor/handle_state.h"
 
 namespace hvd {
@@ -40,7 +41,7 @@ class HandleTable {
   void Rehash(size_t capacity);
   Status Unknown(int64_t handle) const;
 
-  std::mutex mu_;
+  SpinLock mu_;  // held for one probe (a rehash when growing)
   int64_t next_ = 1;
   std::vector<Slot> slots_;  // size is a power of two
   size_t live_ = 0;

@@ -297,10 +297,10 @@ ProcessSet* Runtime::FindSet(int32_t id) {
   return it == sets_.end() ? nullptr : it->second.get();
 }
 
-Status Runtime::Submit(TensorEntry* entries, size_t count) {
+Status Runtime::Submit(std::unique_ptr<TensorEntry>* entries, size_t count) {
   if (!running_) return Status::NotInitialized();
   std::lock_guard<std::mutex> sl(sets_mu_);
-  const int32_t set = count == 0 ? 0 : entries[0].request.process_set;
+  const int32_t set = count == 0 ? 0 : entries[0]->request.process_set;
   ProcessSet* ps = FindSet(set);
   if (!ps) {
     return Status::Invalid("unknown process set " + std::to_string(set) +
@@ -316,8 +316,8 @@ Status Runtime::Submit(TensorEntry* entries, size_t count) {
   // is a third of the cost per submission when only the former needs it.
   const auto now = timeline_.active() ? Clock::now() : CoarseNow();
   for (size_t i = 0; i < count; ++i) {
-    entries[i].request.rank = set_rank;
-    entries[i].enqueued = now;
+    entries[i]->request.rank = set_rank;
+    entries[i]->enqueued = now;
   }
   return ps->queue.Add(entries, count);
 }

@@ -47,7 +47,7 @@ class Runtime {
   Autotuner* autotuner() { return autotuner_.get(); }
 
   // Hands entries to their set's loop (all-or-nothing; one set per call).
-  Status Submit(TensorEntry* entries, size_t count);
+  Status Submit(std::unique_ptr<TensorEntry>* entries, size_t count);
   // Rank of this process inside a set, its size, membership; errors for
   // unknown ids.
   Status SetInfo(int32_t id, int* rank, int* size);

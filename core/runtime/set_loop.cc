@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <thread>
 
 #include "core/common/logging.h"
 #include "core/ops/op.h"
@@ -198,11 +199,7 @@ Status SetLoop::Step(bool* stop) {
     stop_reported_ = busy = true;
   }
   if (ps_.queue.HasRequests()) {
-    ps_.queue.WaitForBurstEnd(
-        kBurstQuiet, std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double, std::milli>(params_.cycle_time_ms)));
-    ps_.queue.PopRequests(&popped_);
-    negotiator_.Add(popped_);
+    GatherBurst();
     busy = true;
   }
   Report report;
@@ -219,6 +216,36 @@ Status SetLoop::Step(bool* stop) {
     nap_ = kFirstNap;
   }
   return Status::OK();
+}
+
+void SetLoop::GatherBurst() {
+  // While callers are still submitting (a burst of async ops), wait until
+  // no request arrived for kBurstQuiet or the cycle time passed, so the
+  // burst is negotiated and fused together. Meanwhile look up what has
+  // arrived (the response cache): that work then overlaps the submissions
+  // instead of following them.
+  const auto max_wait = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(params_.cycle_time_ms));
+  const auto start = Clock::now();
+  auto last_change = start;
+  uint64_t seen = ps_.queue.submitted();
+  ps_.queue.PopRequests(&popped_);
+  negotiator_.Add(popped_);
+  for (auto now = start; now - last_change < kBurstQuiet && now - start < max_wait;
+       now = Clock::now()) {
+    const uint64_t c = ps_.queue.submitted();
+    if (c == seen) {
+      // Yield rather than spin: the submitting thread may need this core.
+      std::this_thread::yield();
+      continue;
+    }
+    seen = c;
+    last_change = now;
+    ps_.queue.PopRequests(&popped_);
+    negotiator_.Add(popped_);
+  }
+  ps_.queue.PopRequests(&popped_);
+  negotiator_.Add(popped_);
 }
 
 Status SetLoop::Send(const Report& report) {

@@ -63,6 +63,8 @@ class SetLoop {
 
   void Run();
   Status Step(bool* stop);
+  // Waits for the end of a burst of submissions, negotiating as they come.
+  void GatherBurst();
   void Wait();
   Status Send(const Report& report);
   Status ReceiveMessages(std::vector<Decision>* decisions);

@@ -3,7 +3,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <thread>
 #include <utility>
 
 namespace hvd {
@@ -20,11 +19,11 @@ void TensorQueue::Signal() {
   (void)n;  // a full counter still wakes the poller
 }
 
-Status TensorQueue::Add(TensorEntry* entries, size_t count) {
+Status TensorQueue::Add(std::unique_ptr<TensorEntry>* entries, size_t count) {
   if (count == 0) return Status::OK();
-  const int32_t set = entries[0].request.process_set;
+  const int32_t set = entries[0]->request.process_set;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     if (closed_) return closed_status_;
     size_t added = 0;
     for (; added < count; ++added) {
@@ -36,13 +35,10 @@ Status TensorQueue::Add(TensorEntry* entries, size_t count) {
       // A name already pending (or twice in this call): undo the whole call,
       // giving the caller its entries back.
       for (size_t i = added; i-- > 0;) {
-        TensorEntry* slot = pending_.Remove(requests_.back()->name);
+        pending_.Uninsert(requests_.back()->name, &entries[i]);
         requests_.pop_back();
-        slot->Swap(entries[i]);
-        slot->Clear();
-        pending_.Recycle(slot);
       }
-      return Status::Invalid("a tensor named '" + entries[added].request.name +
+      return Status::Invalid("a tensor named '" + entries[added]->request.name +
                              "' is already pending in process set " + std::to_string(set) +
                              "; names must be unique among operations in flight");
     }
@@ -57,12 +53,12 @@ Status TensorQueue::Add(TensorEntry* entries, size_t count) {
 
 void TensorQueue::PopRequests(std::vector<const Request*>* out) {
   out->clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   out->swap(requests_);
 }
 
 size_t TensorQueue::Take(const std::vector<std::string>& names, TensorEntry** found) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   size_t count = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     TensorEntry* e = pending_.Remove(names[i]);
@@ -78,7 +74,7 @@ void TensorQueue::Recycle(const std::vector<TensorEntry*>& taken) {
   for (TensorEntry* e : taken) {
     if (e) e->Clear();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   for (TensorEntry* e : taken) {
     if (e) pending_.Recycle(e);
   }
@@ -87,7 +83,7 @@ void TensorQueue::Recycle(const std::vector<TensorEntry*>& taken) {
 bool TensorQueue::Sleeping(bool sleeping) {
   if (sleeping) {
     sleeping_.store(true);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     if (requests_.empty() && !wake_) return false;
     sleeping_.store(false);
     return true;
@@ -96,46 +92,29 @@ bool TensorQueue::Sleeping(bool sleeping) {
   uint64_t drained;
   ssize_t n = ::read(event_fd_, &drained, sizeof(drained));
   (void)n;  // EAGAIN: nothing was signalled
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   wake_ = false;
   return false;
 }
 
 void TensorQueue::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     wake_ = true;
   }
   if (sleeping_.exchange(false)) Signal();
 }
 
 bool TensorQueue::HasRequests() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return !requests_.empty();
-}
-
-void TensorQueue::WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
-                                  std::chrono::steady_clock::duration max_wait) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  auto last_change = start;
-  uint64_t seen = submitted_.load(std::memory_order_relaxed);
-  for (auto now = start; now - last_change < quiet && now - start < max_wait; now = Clock::now()) {
-    // Yield rather than spin: the submitting thread may need this core.
-    std::this_thread::yield();
-    const uint64_t c = submitted_.load(std::memory_order_relaxed);
-    if (c != seen) {
-      seen = c;
-      last_change = Clock::now();
-    }
-  }
 }
 
 void TensorQueue::Close(const Status& s) {
   std::vector<TensorEntry*> failed;
   Status status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     if (!closed_) closed_status_ = s;
     closed_ = true;
     status = closed_status_;
@@ -148,19 +127,19 @@ void TensorQueue::Close(const Status& s) {
 }
 
 void TensorQueue::Reopen() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   closed_ = false;
   closed_status_ = Status::OK();
   wake_ = false;
 }
 
 size_t TensorQueue::PendingCount() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return pending_.size();
 }
 
 std::chrono::steady_clock::time_point TensorQueue::Oldest(std::string* name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   auto oldest = std::chrono::steady_clock::time_point::max();
   pending_.ForEach([&](const TensorEntry* e) {
     if (e->enqueued < oldest) {
@@ -173,7 +152,7 @@ std::chrono::steady_clock::time_point TensorQueue::Oldest(std::string* name) {
 
 bool TensorQueue::PendingSince(const std::string& name,
                                std::chrono::steady_clock::time_point* since) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   const TensorEntry* e = pending_.Find(name);
   if (!e) return false;
   *since = e->enqueued;

@@ -1,6 +1,6 @@
 // Where caller threads hand tensors to one process set's background loop: a
 // table of pending entries by name (pooled: see PendingEntries) and the
-// requests not yet negotiated. One mutex. The loop sleeps in poll() on the queue's event descriptor
+// requests not yet negotiated. One lock. The loop sleeps in poll() on the queue's event descriptor
 // (next to its channel's sockets); a submission writes to it only while the loop sleeps, so a burst
 // of submissions costs one wake-up.
 #pragma once
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/spin_lock.h"
 #include "core/runtime/pending_entries.h"
 
 namespace hvd {
@@ -22,12 +23,12 @@ class TensorQueue {
   TensorQueue(const TensorQueue&) = delete;
   TensorQueue& operator=(const TensorQueue&) = delete;
 
-  // Moves `count` entries in atomically (a group goes in whole or not at
-  // all) by swapping them with pooled ones: on success the caller's entries
-  // are left cleared, with memory to reuse. Fails with kInvalidArgument if a
-  // name is already pending, or with the closing status once the queue is
-  // closed; the caller's entries are then as they were.
-  Status Add(TensorEntry* entries, size_t count);
+  // Takes `count` entries in atomically (a group goes in whole or not at
+  // all), giving the caller cleared pooled entries in exchange, with memory
+  // to reuse. Fails with kInvalidArgument if a name is already pending, or
+  // with the closing status once the queue is closed; the caller's entries
+  // are then as they were.
+  Status Add(std::unique_ptr<TensorEntry>* entries, size_t count);
   // Replaces *out with the new requests since the last call (swapping
   // vectors, so both keep their capacity from cycle to cycle). They point
   // into the pending entries, which only the loop removes (Take, Close), so
@@ -49,11 +50,8 @@ class TensorQueue {
   bool Sleeping(bool sleeping);
   void Wake();
   bool HasRequests();
-  // While callers are still submitting (a burst of async ops), yield until
-  // no request arrived for `quiet` or `max_wait` passed, so the burst is
-  // negotiated and fused together.
-  void WaitForBurstEnd(std::chrono::steady_clock::duration quiet,
-                       std::chrono::steady_clock::duration max_wait);
+  // How many requests were ever added: a lock-free way to see new ones.
+  uint64_t submitted() const { return submitted_.load(std::memory_order_relaxed); }
 
   // Fails every pending entry with `s` and refuses new ones with it (the
   // first closing status stays).
@@ -68,7 +66,7 @@ class TensorQueue {
  private:
   void Signal();
 
-  std::mutex mu_;
+  SpinLock mu_;  // held for a few dozen instructions (Take: one pass over a batch)
   bool closed_ = false;
   Status closed_status_;
   bool wake_ = false;

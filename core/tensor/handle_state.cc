@@ -3,23 +3,37 @@
 namespace hvd {
 
 bool HandleState::Finish(const Status& s, bool* wake, Callback* cb) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (done_) return false;
-  if (!s.ok() && status_.ok()) status_ = s;
-  if (--pending_ > 0) return false;
-  done_.store(true, std::memory_order_release);
+  if (!s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_.ok()) error_ = s;
+    failed_.store(true, std::memory_order_relaxed);  // published by the fetch_sub below
+  }
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+  if (failed_.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = error_;
+  }
   if (callback_) *cb = std::move(callback_);
-  *wake = waiters_ > 0;
+  // seq_cst with Wait's increment of waiters_ and its read of done_: either
+  // the waiter sees done_, or this sees the waiter.
+  done_.store(true, std::memory_order_seq_cst);
+  *wake = waiters_.load(std::memory_order_seq_cst) > 0;
   return true;
+}
+
+void HandleState::WakeWaiters() {
+  // Through the lock: a waiter between its check of done_ and its sleep
+  // holds it, so the notification cannot fall in between.
+  { std::lock_guard<std::mutex> lock(mu_); }
+  cv_.notify_all();
 }
 
 void HandleState::Complete(const Status& s) {
   Callback cb;
   bool wake = false;
   if (!Finish(s, &wake, &cb)) return;
-  if (wake) cv_.notify_all();
-  // Outside the lock: the callback may poll or release its own handle.
-  // status_ is final once done.
+  if (wake) WakeWaiters();
+  // The callback may poll or release its own handle. status_ is final once done.
   if (cb) cb(id_, status_);
 }
 
@@ -37,7 +51,7 @@ void HandleState::CompleteAll(const std::vector<HandleState*>& states, const Sta
     if (h && h->Finish(s, &wake, &cb) && (wake || cb)) done.push_back({h, wake, std::move(cb)});
   }
   for (auto& d : done) {
-    if (d.wake) d.state->cv_.notify_all();
+    if (d.wake) d.state->WakeWaiters();
   }
   for (auto& d : done) {
     if (d.cb) d.cb(d.state->id_, d.state->status_);
@@ -56,8 +70,7 @@ Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {
   // The common case after a batch: done already, no lock, no deadline.
   if (done_.load(std::memory_order_acquire)) return status_;
   std::unique_lock<std::mutex> lock(mu_);
-  if (done_) return status_;
-  ++waiters_;
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
   bool finished = true;
   if (timeout_ms < 0) {
     cv_.wait(lock, [this] { return done_.load(); });
@@ -65,7 +78,7 @@ Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {
     finished =
         cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_.load(); });
   }
-  --waiters_;
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
   if (!finished) {
     if (timed_out) *timed_out = true;
     return Status::Timeout("the operation did not finish within " + std::to_string(timeout_ms) +

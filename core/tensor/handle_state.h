@@ -61,19 +61,27 @@ class HandleState {
   OpResult& result() { return result_; }
 
  private:
-  // Marks one tensor done; true (with what to do outside the lock) when it
-  // was the last.
+  // Marks one tensor done; true (with what to do next) when it was the
+  // last. Lock-free unless `s` is an error: every tensor of a training step
+  // comes through here.
   bool Finish(const Status& s, bool* wake, Callback* cb);
+  // Wakes the threads blocked in Wait.
+  void WakeWaiters();
 
-  std::mutex mu_;
+  std::mutex mu_;  // for Wait's sleep and for errors
   std::condition_variable cv_;
-  int pending_;
+  // Tensors still to complete. The completion that takes it to zero
+  // finishes the state; any past zero (a tensor the watchdog failed, then
+  // the loop finished) is ignored.
+  std::atomic<int> pending_;
   int64_t id_ = 0;
-  // Written under mu_, after status_, which is final from then on: readers
-  // that see it true (acquire) read status_ without the lock.
+  // Set after status_, which is final from then on: readers that see it
+  // true (acquire) read status_ without the lock.
   std::atomic<bool> done_{false};
-  int waiters_ = 0;  // threads blocked in Wait (skip futile wake-ups)
-  Status status_;
+  std::atomic<int> waiters_{0};  // threads blocked in Wait (skip futile wake-ups)
+  std::atomic<bool> failed_{false};
+  Status error_;   // the first error (under mu_)
+  Status status_;  // written once, by the finishing completion
   Callback callback_;
   OpResult result_;
 };

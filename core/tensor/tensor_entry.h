@@ -27,6 +27,10 @@ struct TensorEntry {
   ResultAllocator allocator;
   void* cuda_stream = nullptr;
   std::chrono::steady_clock::time_point enqueued;
+  // PendingEntries' bookkeeping: the index of the pool slot that owns this
+  // entry while a queue holds it. Not part of the entry's contents: Clear
+  // and Swap leave it alone.
+  size_t pool_slot = 0;
 
   // Memory for a result of `bytes` with `shape`, owned by the handle unless
   // an allocator was given. Never null: if the allocator fails, *error is

@@ -92,27 +92,34 @@ TEST(HandleTable, InOrderBatchesStayFindable) {
   }
 }
 
-TensorEntry Entry(const std::string& name, int32_t set = 0) {
-  TensorEntry e;
-  e.request.name = name;
-  e.request.process_set = set;
-  e.handle = NewState();
+std::unique_ptr<TensorEntry> Entry(const std::string& name, int32_t set = 0) {
+  auto e = std::make_unique<TensorEntry>();
+  e->request.name = name;
+  e->request.process_set = set;
+  e->handle = NewState();
   return e;
 }
 
 TEST(TensorQueue, DuplicateNameUndoesTheWholeCall) {
   TensorQueue q;
-  TensorEntry one = Entry("a");
+  auto one = Entry("a");
   ASSERT_TRUE(q.Add(&one, 1).ok());
-  std::vector<TensorEntry> group;
+  std::vector<std::unique_ptr<TensorEntry>> group;
   group.push_back(Entry("b"));
   group.push_back(Entry("c"));
   group.push_back(Entry("a"));  // already pending
+  const std::vector<TensorEntry*> before{group[0].get(), group[1].get(), group[2].get()};
   Status s = q.Add(group.data(), group.size());
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("'a' is already pending in process set 0"), std::string::npos);
   EXPECT_EQ(q.PendingCount(), 1u);  // b and c were taken back out
-  std::vector<TensorEntry> twice;
+  // The caller has its own entries back, contents intact.
+  for (size_t i = 0; i < group.size(); ++i) {
+    EXPECT_EQ(group[i].get(), before[i]);
+    EXPECT_EQ(group[i]->request.name, std::string(1, "bca"[i]));
+    EXPECT_NE(group[i]->handle, nullptr);
+  }
+  std::vector<std::unique_ptr<TensorEntry>> twice;
   twice.push_back(Entry("d"));
   twice.push_back(Entry("d"));
   EXPECT_EQ(q.Add(twice.data(), twice.size()).code(), Code::kInvalidArgument);
@@ -135,12 +142,12 @@ TEST(TensorQueue, EventDescriptorWakesASleepingLoopOnce) {
   };
   EXPECT_FALSE(q.Sleeping(true));  // nothing waiting: sleep
   EXPECT_FALSE(readable());
-  TensorEntry a = Entry("a");
+  auto a = Entry("a");
   ASSERT_TRUE(q.Add(&a, 1).ok());
   EXPECT_TRUE(readable());
   q.Sleeping(false);  // awake again: drains it
   EXPECT_FALSE(readable());
-  TensorEntry b = Entry("b");
+  auto b = Entry("b");
   ASSERT_TRUE(q.Add(&b, 1).ok());
   EXPECT_FALSE(readable());       // the loop was awake: no write
   EXPECT_TRUE(q.Sleeping(true));  // but it must not sleep with requests waiting
@@ -156,7 +163,7 @@ TEST(TensorQueue, EventDescriptorWakesASleepingLoopOnce) {
 TEST(TensorQueue, TakeUnlinksFoundEntriesAndSkipsMissingOnes) {
   TensorQueue q;
   for (const char* n : {"x", "y"}) {
-    TensorEntry e = Entry(n);
+    auto e = Entry(n);
     ASSERT_TRUE(q.Add(&e, 1).ok());
   }
   const std::vector<std::string> names{"y", "missing", "x"};
@@ -169,7 +176,7 @@ TEST(TensorQueue, TakeUnlinksFoundEntriesAndSkipsMissingOnes) {
   EXPECT_EQ(found[2]->request.name, "x");
   EXPECT_EQ(q.PendingCount(), 0u);
   q.Recycle(found);
-  TensorEntry again = Entry("x");  // the name is free again
+  auto again = Entry("x");  // the name is free again
   EXPECT_TRUE(q.Add(&again, 1).ok());
 }
 
@@ -183,18 +190,22 @@ TEST(PendingEntries, MatchesAMapUnderRandomInsertsAndRemovals) {
   for (int step = 0; step < 20000; ++step) {
     const std::string name = "t" + std::to_string(rng() % 300);
     if (rng() % 2) {
-      TensorEntry e;
-      e.request.name = name;
-      e.bytes = step;
+      auto e = std::make_unique<TensorEntry>();
+      e->request.name = name;
+      e->bytes = step;
+      TensorEntry* const mine = e.get();
       TensorEntry* got = p.Insert(&e);
       if (ref.count(name)) {
         ASSERT_EQ(got, nullptr) << name;
-        EXPECT_EQ(e.request.name, name);  // untouched
+        EXPECT_EQ(e.get(), mine);  // untouched
+        EXPECT_EQ(e->request.name, name);
       } else {
-        ASSERT_NE(got, nullptr);
+        ASSERT_EQ(got, mine);  // the pool took the caller's entry itself
         EXPECT_EQ(got->request.name, name);
         EXPECT_EQ(got->bytes, step);
-        EXPECT_TRUE(e.request.name.empty());  // swapped with a cleared entry
+        ASSERT_TRUE(e != nullptr);
+        EXPECT_NE(e.get(), mine);
+        EXPECT_TRUE(e->request.name.empty());  // a cleared entry in exchange
         ref[name] = got;
       }
     } else {
@@ -223,8 +234,8 @@ TEST(PendingEntries, MatchesAMapUnderRandomInsertsAndRemovals) {
 TEST(TensorQueue, RecycledEntriesAreReusedWithTheirBuffers) {
   TensorQueue q;
   const std::string long_name(100, 'n');
-  TensorEntry e = Entry(long_name);
-  e.request.shape = {2, 3, 4, 5};
+  auto e = Entry(long_name);
+  e->request.shape = {2, 3, 4, 5};
   ASSERT_TRUE(q.Add(&e, 1).ok());
   std::vector<TensorEntry*> found(1, nullptr);
   ASSERT_EQ(q.Take({long_name}, found.data()), 1u);
@@ -234,12 +245,15 @@ TEST(TensorQueue, RecycledEntriesAreReusedWithTheirBuffers) {
   EXPECT_TRUE(first->request.name.empty());
   EXPECT_EQ(first->handle, nullptr);
   EXPECT_GE(first->request.name.capacity(), 100u);
-  TensorEntry next = Entry("other");
+  auto next = Entry("other");
+  TensorEntry* const other = next.get();
   ASSERT_TRUE(q.Add(&next, 1).ok());
-  EXPECT_GE(next.request.name.capacity(), 100u);  // the caller got the recycled buffer
+  EXPECT_EQ(next.get(), first);  // the caller got the recycled entry, buffers and all
+  EXPECT_GE(next->request.name.capacity(), 100u);
   ASSERT_EQ(q.Take({"other"}, found.data()), 1u);
-  EXPECT_EQ(found[0], first);  // the same pooled entry
+  EXPECT_EQ(found[0], other);  // the submitted entry itself, not a copy
   EXPECT_EQ(found[0]->request.name, "other");
+  q.Recycle(found);
 }
 
 // Swap and Reset cover every field of an entry.
@@ -326,6 +340,58 @@ TEST(BlockPool, ReusesBlocksAcrossThreads) {
   EXPECT_FALSE(b->done());
   b->Complete(Status::OK());
   EXPECT_TRUE(b->done());
+}
+
+}  // namespace
+}  // namespace hvd
+
+namespace hvd {
+namespace {
+
+// A grouped state: done after its last tensor, with the first error, and
+// completions past the last (the watchdog failed it, then the loop
+// finished it) change nothing.
+TEST(HandleState, GroupFinishesOnceWithTheFirstError) {
+  int calls = 0;
+  Status seen;
+  HandleState h(3, [&](int64_t, const Status& s) {
+    ++calls;
+    seen = s;
+  });
+  h.Complete(Status::OK());
+  EXPECT_FALSE(h.done());
+  EXPECT_EQ(h.Poll().code(), Code::kInProgress);
+  h.Complete(Status::Timeout("first"));
+  h.Complete(Status::Backend("second"));
+  ASSERT_TRUE(h.done());
+  EXPECT_EQ(h.Poll().code(), Code::kTimeout);
+  EXPECT_EQ(h.Poll().message(), "first");
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen.message(), "first");
+  h.Complete(Status::OK());
+  h.Complete(Status::Internal("late"));
+  EXPECT_EQ(h.Poll().message(), "first");
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(h.Wait(0).code(), Code::kTimeout);  // the operation's own status
+}
+
+// Completion is lock-free; a thread that sleeps in Wait must still be woken
+// whichever side comes first. Many rounds of a racing waiter and completer.
+TEST(HandleState, WaiterIsNeverLeftAsleep) {
+  for (int round = 0; round < 2000; ++round) {
+    auto h = std::make_shared<HandleState>(2, nullptr);
+    std::thread waiter([h] {
+      bool timed_out = false;
+      Status s = h->Wait(10000, &timed_out);
+      EXPECT_FALSE(timed_out);
+      EXPECT_TRUE(s.ok()) << s.message();
+    });
+    std::vector<HandleState*> batch{h.get(), h.get()};
+    if (round % 2) std::this_thread::yield();
+    HandleState::CompleteAll(batch, Status::OK());
+    waiter.join();
+    ASSERT_TRUE(h->done());
+  }
 }
 
 }  // namespace
