@@ -133,7 +133,7 @@ Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
   // large-message allreduce already crosses hosts with as few bytes, but
   // runs its steps in turn and busy-polls; the hierarchy overlaps the steps
   // inside the host with the link and its cross step sleeps while it waits
-  // (MpiRingAllreduce), which measured 1.5-1.7x faster on 1 Gbit/s links
+  // (MpiRingAllreduce), which measured 1.5-1.8x faster on 1 Gbit/s links
   // (docs/scaling.md). Without threads its steps would run in turn as well:
   // HVD_HIERARCHICAL_ALLREDUCE=1 asks for it anyway.
   const bool gloo = std::strcmp(flat.backend_name(), "GLOO") == 0;
