@@ -43,8 +43,8 @@ const TuningFlag kFlags[] = {
      "Accepted, sets nothing: horovodrun's flag re-runs its cached pre-launch checks, and "
      "hvdrun caches none (the response cache: --cache-capacity 0)."},
     {"--hierarchical-allreduce", "", "HVD_HIERARCHICAL_ALLREDUCE", Kind::kSwitch, "1", 0,
-     "HVD_HIERARCHICAL_ALLREDUCE=1: on MPI too (automatic on Gloo across hosts; "
-     "docs/scaling.md)."},
+     "HVD_HIERARCHICAL_ALLREDUCE=1: also where it is not automatic (it is across hosts "
+     "on Gloo, and on MPI with MPI_THREAD_MULTIPLE; docs/scaling.md)."},
     {"--no-hierarchical-allreduce", "", "HVD_HIERARCHICAL_ALLREDUCE", Kind::kSwitch, "0", 0,
      "HVD_HIERARCHICAL_ALLREDUCE=0."},
     {"--hierarchical-allgather", "", "HVD_HIERARCHICAL_ALLGATHER", Kind::kSwitch, "1", 0,

@@ -172,6 +172,8 @@ for np in $NPS; do
         # comma ("raw MPI chunked, cache-sized"), so it is quoted.
         tail -n +2 "$TMP/rows.csv" | awk -F, -v pre="$d,$LABEL,$np,$hosts,$PER_HOST,$RATE,$backend,$rep,$before,$after,$w,$tensors,$bytes" '{
           impl = $2; for (i = 3; i <= NF - 5; i++) impl = impl "," $i
+          # hvd_bench quotes a name with a comma itself (RFC 4180): unquote it first
+          if (impl ~ /^".*"$/) { impl = substr(impl, 2, length(impl) - 2); gsub(/""/, "\"", impl) }
           printf "%s,\"%s\",%s,%s,%s,%s,%s\n", pre, impl, $(NF-4), $(NF-3), $(NF-2), $(NF-1), $NF
         }' | tee -a "$OUT"
       done

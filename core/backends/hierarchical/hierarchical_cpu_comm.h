@@ -36,6 +36,10 @@ class HierarchicalCpuComm : public ForwardingComm {
                       int64_t chunk_bytes);
 
   void SetAllreduceChunkBytes(int64_t bytes) override;
+  // Fuse every size (the flat MPI Comm runs tensors from 1 MiB alone): each
+  // call fills and drains the cross-host pipeline, and one of a chunk or
+  // less runs its three steps in turn with the link idle in two of them.
+  int64_t fusion_solo_bytes() const override { return 0; }
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
     return AllreduceFrom(buf, buf, count, dt, op);
   }
@@ -60,8 +64,10 @@ class HierarchicalCpuComm : public ForwardingComm {
 
 // The hook where a process set's data communicator is made: when the set's
 // ranks span more than one host and some host holds more than one rank,
-// wraps *data in HierarchicalCpuComm: by default on Gloo, on any backend
-// with HVD_HIERARCHICAL_ALLREDUCE=1, never with HVD_HIERARCHICAL_ALLREDUCE=0.
+// wraps *data in HierarchicalCpuComm: by default on Gloo and on MPI with
+// MPI_THREAD_MULTIPLE, on any backend with HVD_HIERARCHICAL_ALLREDUCE=1,
+// never with HVD_HIERARCHICAL_ALLREDUCE=0. On MPI the cross-host step is
+// MpiRingAllreduce.
 // Collective over the set's members; `host_key` names this rank's host,
 // `tag` is unique per set and equal on its members.
 Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,

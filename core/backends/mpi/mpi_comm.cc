@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/backends/mpi/mpi_channel.h"
+#include "core/backends/registry.h"
 
 namespace hvd {
 namespace {
@@ -48,6 +49,7 @@ Status MpiComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
 }
 
 Status MpiComm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) {
+  if (ring_) return ring_->Run(comm_, in ? in : out, out, count, dt, op);
   const MPI_Datatype type = ToMpiType(dt);
   const MPI_Op mop = ToMpiOp(dt, op);
   const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
@@ -163,6 +165,12 @@ Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
   HVD_RETURN_IF_ERROR(Check(rc, "Comm_create_group"));
   *out = std::make_unique<MpiComm>(newcomm, chunk_bytes_);
   return Status::OK();
+}
+
+bool MpiUseRingAllreduce(Comm* comm) {
+  auto* mpi = dynamic_cast<MpiComm*>(comm);
+  if (mpi) mpi->UseRingAllreduce();
+  return mpi != nullptr;
 }
 
 Status MpiComm::OpenControlChannel(double, std::unique_ptr<ControlChannel>* out) {

@@ -5,7 +5,10 @@
 
 #include <mpi.h>
 
+#include <memory>
+
 #include "core/backends/comm.h"
+#include "core/backends/mpi/mpi_ring_allreduce.h"
 
 namespace hvd {
 
@@ -41,6 +44,11 @@ class MpiComm : public Comm {
   Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override;
   void Abort() override { MPI_Abort(comm_, 1); }
 
+  // From now on Allreduce runs as MpiRingAllreduce (nonblocking pieces,
+  // waits by sleeping) instead of MPI_Allreduce: for the cross-host step of
+  // hierarchical allreduce, which runs beside another thread's MPI calls.
+  void UseRingAllreduce() { ring_ = std::make_unique<MpiRingAllreduce>(); }
+
  private:
   Status Check(int rc, const char* what);
 
@@ -48,6 +56,7 @@ class MpiComm : public Comm {
   int64_t chunk_bytes_;
   int rank_ = 0;
   int size_ = 1;
+  std::unique_ptr<MpiRingAllreduce> ring_;  // set by UseRingAllreduce
 };
 
 // MPI datatype and op for hvd's types; 16-bit floats use user-defined ops
