@@ -619,14 +619,22 @@ KINDS = (("hvd", "hvd"), ("hvd-old", "hvd, MPI hierarchy before af4167c"), ("raw
 def count_lines(errs, indent=""):
     """Rows within 15% per backend and kind of row; errs: [(key, err, kind, load)]."""
     for b in ("gloo", "mpi"):
-        e = [(x, kind) for key, x, kind, _ in errs if key[2] == b]
+        e = [(x, kind, key[1].startswith("hier")) for key, x, kind, _ in errs if key[2] == b]
+
+        def within(xs):
+            return "%d of %d" % (sum(1 for x in xs if abs(x) <= 0.15), len(xs))
+
         parts = []
         for kind, name in KINDS:
-            ek = [x for x, k in e if k == kind]
-            if ek:
-                parts.append("%s %d of %d" % (name, sum(1 for x in ek if abs(x) <= 0.15), len(ek)))
-        print("%s%s: within 15%%: %d of %d (%s)" % (
-            indent, b, sum(1 for x, _ in e if abs(x) <= 0.15), len(e), "; ".join(parts)))
+            ek = [x for x, k, _ in e if k == kind]
+            if ek and kind == "hvd":
+                split = [(what, [x for x, k, h in e if k == kind and h == hier])
+                         for what, hier in (("flat", False), ("hierarchical", True))]
+                parts.append("%s %s: %s" % (name, within(ek), ", ".join(
+                    "%s %s" % (what, within(xs)) for what, xs in split if xs)))
+            elif ek:
+                parts.append("%s %s" % (name, within(ek)))
+        print("%s%s: within 15%%: %s (%s)" % (indent, b, within([x for x, _, _ in e]), "; ".join(parts)))
 
 
 def cmd_validate(args):
