@@ -16,6 +16,9 @@ full-duplex link of B bytes/s and latency alpha per message step is
     ring          2 (P-1) alpha + f_ring S / B,   f_ring = 2 (P-1) / P
     hierarchical  2 (H-1) alpha + 2 (L-1) alpha_local + f_hier S / B,
                   f_hier = 2 (H-1) / H     (the intra-host steps overlap)
+    hvd's MPI hierarchy (since af4167c): t_call + f_hier S / (B * duplex),
+                  its cross step a pipelined ring; duplex < 1 only with
+                  Open MPI's default TCP flags at 2 hosts
     rabenseifner  (Open MPI's flat allreduce on the shaped cluster)
                   t_call + sum over cross-host steps of bytes on the link
                   / (B * duplex) + S * serial  (the steps run in turn;
@@ -27,11 +30,15 @@ Subcommands (all read CSVs, so they can be re-run after hvd's overheads
 change; see docs/scaling.md):
   calibrate LOCAL.csv [-o params.json]
       derive hvd's costs from hvd_bench rows (calibrate.sh writes them)
-  validate SHAPED.csv... [--params params.json]
+  validate SHAPED.csv... [--params params.json] [--w3-from CSV...]
       predict every measured shaped-cluster row (link goodput from
       params.json, measured by netns_cluster.sh check; Open MPI's TCP
       transport from params.json "mpi_tcp", measured with mpi_probe.c; call
-      latency from each session's raw W3 rows); report the error
+      latency from each session's raw W3 rows, or, for a session without
+      W3 rows, from --w3-from's, else from the sessions before it on the
+      command line); report the error per backend and kind of row (hvd,
+      hvd's MPI hierarchy before af4167c, raw), the misses with their load,
+      and the spread of configurations measured in several launches
   table SHAPED.csv
       markdown tables of a session: median (range) ms, time / wire limit
   published [--params params.json] [--plot docs/scaling_published.png]
@@ -94,6 +101,9 @@ class Cluster:
     # s per byte allreduced of Open MPI's steps that do not overlap the link
     # (the exchanges and reductions inside a host, the transport's copies)
     serial_s_per_byte: float = 0.0
+    # hvd's MPI ring cross step: the fraction of the link's two directions
+    # it gets, by bytes each rank sends per ring step (None: 1.0)
+    ring_duplex: object = None
 
     @property
     def hosts(self):
@@ -105,7 +115,7 @@ def traffic_factor(algorithm, cl):
     P, H = cl.ranks, cl.hosts
     if P < 2:
         return 0.0
-    if algorithm == "hierarchical" and H > 1 and cl.per_host > 1:
+    if algorithm in ("hierarchical", "hierarchical_ring") and H > 1 and cl.per_host > 1:
         return 2.0 * (H - 1) / H
     if algorithm == "rabenseifner_far_first" and H > 1:
         # Open MPI's recursive halving pairs rank r with r ^ (P/2) first:
@@ -142,17 +152,28 @@ def allreduce_time(nbytes, cl, algorithm="ring"):
         # the steps inside the hosts, one after the other.
         return (cl.call_latency + halving_cross_time(nbytes, P, L, cl)
                 + nbytes * cl.serial_s_per_byte)
+    if algorithm == "hierarchical_ring" and H > 1 and L > 1:
+        # hvd's hierarchy on MPI since af4167c (MpiRingAllreduce): L rings,
+        # one per share of nbytes / L, among the H carriers of one local
+        # rank, reduce-scatter then allgather in nonblocking 256 KiB pieces,
+        # each forwarded as soon as it has arrived: the steps overlap, so
+        # the link carries f_hier of the bytes without idling between them;
+        # the steps inside the host overlap too (hvd's pipeline).
+        duplex = cl.ring_duplex(nbytes / (L * H)) if cl.ring_duplex else 1.0
+        return cl.call_latency + traffic_factor("hierarchical", cl) * nbytes / (cl.link_bw * duplex)
     if algorithm == "hierarchical" and H > 1 and L > 1 and cl.duplex:
-        # hvd's hierarchy on MPI: L shares of nbytes / L cross at once, each
-        # a Rabenseifner allreduce among the H ranks of one local rank; the
-        # steps inside the host overlap them (hvd's pipeline).
+        # hvd's hierarchy on MPI before af4167c: L shares of nbytes / L
+        # cross at once, each Open MPI's Rabenseifner allreduce among the H
+        # ranks of one local rank; the steps inside the host taken to
+        # overlap them (hvd's pipeline). That code busy-polled beside them,
+        # which this does not model.
         return cl.call_latency + halving_cross_time(nbytes / L, H, 1, replace(
             cl, link_bw=cl.link_bw / L))
     if cl.call_latency > 0:
         return cl.call_latency + traffic_factor(algorithm, cl) * nbytes / cl.link_bw
     if H == 1:
         return 2 * (P - 1) * cl.alpha_local + 2.0 * (P - 1) / P * nbytes / cl.local_bw
-    if algorithm == "hierarchical" and L > 1:
+    if algorithm in ("hierarchical", "hierarchical_ring") and L > 1:
         lat = 2 * (H - 1) * cl.alpha + 2 * (L - 1) * cl.alpha_local
     else:
         # A ring over P ranks: the hops inside a host are cheap ones.
@@ -451,10 +472,12 @@ def hvd_framework(p, backend, algorithm, cycle_cost):
         t_call=0.0,
         neg_base=cycle_cost,
         copy_bw=0.0,  # hvd_bench's tensors are adjacent views: no copies
-        chunk_bytes=MPI_CHUNK if backend == "mpi" or algorithm == "hierarchical" else 0.0,
+        chunk_bytes=MPI_CHUNK if backend == "mpi" or algorithm.startswith("hierarchical") else 0.0,
         algorithm=algorithm,
-        # MPI: tensors of a quarter chunk or more run alone, in place
-        solo_bytes=MPI_CHUNK / 4 if backend == "mpi" else 0.0,
+        # flat MPI (and the MPI hierarchy before af4167c): tensors of a
+        # quarter chunk or more run alone, in place; the ring hierarchy
+        # fuses every size
+        solo_bytes=MPI_CHUNK / 4 if backend == "mpi" and algorithm != "hierarchical_ring" else 0.0,
     )
 
 
@@ -497,6 +520,41 @@ def mpi_tcp_cluster(cl, p, flags, per_host):
 
 L2_HALF = 512 * 1024  # hvd_bench's "cache-sized" chunks here: half the 1 MiB L2
 
+# hvd's MPI hierarchy ran its cross step as MpiRingAllreduce in rows of
+# branch scale4's builds (labels with "ring", shaped_2026-11-25b.csv) and in
+# every build of main from its merge (5f7b447) on; before, as Open MPI's
+# allreduce among the hosts, with tensors of 1 MiB or more as calls of
+# their own (labels "hier" and "... main" of 2026-11-24 to 2026-11-25 10:58).
+MPI_RING_SINCE = "2026-11-25T11:41:26Z"
+
+
+def mpi_hier_is_ring(row):
+    return (any(w.startswith("ring") for w in row["label"].split()[1:])
+            or row["date"] >= MPI_RING_SINCE)
+
+
+def skip_reason(row):
+    """Why a row is not modelled (None: it is)."""
+    if row["workload"] in ("W1", "W3") or row["label"] == "link":
+        return "latency or link row"
+    if row.get("rate", "1gbit") != "1gbit":
+        return "links not shaped to 1gbit (the model's goodput is 1gbit's)"
+    if "gap" in row["label"].split()[-1]:
+        return "fusion-buffer copies (--gap): copy bandwidth not calibrated"
+    if row["impl"].startswith("best"):
+        return "duplicate of the best raw row"
+    return None
+
+
+def row_kind(row):
+    """hvd (the current code), hvd-old (the MPI hierarchy before af4167c),
+    raw, raw-idle (raw with hvd idle beside it)."""
+    if row["impl"] == "hvd":
+        if row["backend"] == "mpi" and row["label"].startswith("hier") and not mpi_hier_is_ring(row):
+            return "hvd-old"
+        return "hvd"
+    return "raw-idle" if row["impl"].endswith("(hvd idle)") else "raw"
+
 
 def predict_shaped(row, p, latencies, cycles):
     """Predicted seconds for one measure_shaped.sh row (None: not modelled):
@@ -510,16 +568,27 @@ def predict_shaped(row, p, latencies, cycles):
     impl = row["impl"].replace(" (hvd idle)", "")  # the same pattern, hvd idle beside it
     P, L = int(row["np"]), int(row["per_host"])
     lat = latencies.get((backend, P, L))
-    if lat is None or row["workload"] in ("W1", "W3") or row["label"] == "link":
+    if lat is None or skip_reason(row):
         return None
     cl = Cluster(P, L, p["link"]["goodput"], 0.0, call_latency=lat)
+    send = "+send" in row["label"]
     if backend == "mpi" and "mpi_tcp" in p:
-        cl = mpi_tcp_cluster(cl, p, "send" if "+send" in row["label"] else "default", L)
+        cl = mpi_tcp_cluster(cl, p, "send" if send else "default", L)
     sizes = load_tensor_bytes(row["workload"])
     flat = flat_algorithm(backend)
     if impl == "hvd":
         hier = row["label"].startswith("hier")
-        fw = hvd_framework(p, backend, "hierarchical" if hier else flat,
+        algorithm = "hierarchical" if hier else flat
+        if hier and backend == "mpi" and mpi_hier_is_ring(row):
+            algorithm = "hierarchical_ring"
+            # With `send` the ring runs at the link's goodput. With Open
+            # MPI's default flags, at 2 hosts a carrier's left and right
+            # neighbours are one process, and the transport runs the two
+            # directions of such an exchange in turn (mpi_probe: L pairs per
+            # link, by bytes per rank per step; 1 MiB and less: 0.78); with
+            # more hosts it sends and receives on different connections.
+            cl = replace(cl, ring_duplex=cl.duplex if not send and P // L == 2 else None)
+        fw = hvd_framework(p, backend, algorithm,
                            cycles.get((backend, P, L), p["hvd"][backend]["neg_base"]))
         if hier:
             # Calls of the pipeline are cross-host calls among one rank per host.
@@ -543,50 +612,154 @@ def predict_shaped(row, p, latencies, cycles):
     return None
 
 
+KINDS = (("hvd", "hvd"), ("hvd-old", "hvd, MPI hierarchy before af4167c"), ("raw", "raw"),
+         ("raw-idle", "raw, hvd idle beside it"))
+
+
+def count_lines(errs, indent=""):
+    """Rows within 15% per backend and kind of row; errs: [(key, err, kind, load)]."""
+    for b in ("gloo", "mpi"):
+        e = [(x, kind, key[1].startswith("hier")) for key, x, kind, _ in errs if key[2] == b]
+
+        def within(xs):
+            return "%d of %d" % (sum(1 for x in xs if abs(x) <= 0.15), len(xs))
+
+        parts = []
+        for kind, name in KINDS:
+            ek = [x for x, k, _ in e if k == kind]
+            if ek and kind == "hvd":
+                split = [(what, [x for x, k, h in e if k == kind and h == hier])
+                         for what, hier in (("flat", False), ("hierarchical", True))]
+                parts.append("%s %s: %s" % (name, within(ek), ", ".join(
+                    "%s %s" % (what, within(xs)) for what, xs in split if xs)))
+            elif ek:
+                parts.append("%s %s" % (name, within(ek)))
+        print("%s%s: within 15%%: %s (%s)" % (indent, b, within([x for x, _, _ in e]), "; ".join(parts)))
+
+
 def cmd_validate(args):
     p = load_params(args.params)
     print("link goodput %.1f MB/s (%s)" % (p["link"]["goodput"] / 1e6, p["link"]["source"]))
-    total = []
+    # W3 rows for sessions without their own: --w3-from's, else those of
+    # the sessions before it on the command line (per np, ranks per host and
+    # backend, the last file that has them)
+    lent, lent_cycles, lenders = {}, {}, []
+    for path in args.w3_from or []:
+        rows = read_rows(path)
+        lent.update(session_latencies(rows))
+        lent_cycles.update(session_cycles(rows))
+        lenders.append(path)
+    total, all_rows = [], []
     for path in args.shaped:
         print("\n== %s" % path)
-        total += validate_session(read_rows(path), p)
+        rows = read_rows(path)
+        latencies, cycles = session_latencies(rows), session_cycles(rows)
+        if not latencies:
+            if not lent:
+                print("no W3 rows in this session and none to borrow (--w3-from): not validated")
+                continue
+            print("NO W3 ROWS IN THIS SESSION: call latency and hvd's cycle cost borrowed from "
+                  "the W3 rows of %s" % ", ".join(lenders))
+            latencies, cycles = dict(lent), dict(lent_cycles)
+        elif not args.w3_from:
+            lent.update(latencies)
+            lent_cycles.update(cycles)
+            lenders.append(path)
+        total += validate_session(rows, p, latencies, cycles)
+        all_rows += rows
     if len(args.shaped) > 1:
         print("\nall sessions:")
-        for b in ("gloo", "mpi"):
-            e = [x for k, x in total if k[2] == b]
-            print("%s: within 15%%: %d of %d" % (b, sum(1 for x in e if abs(x) <= 0.15), len(e)))
+        count_lines(total)
+    misses = [t for t in total if abs(t[1]) > 0.15]
+    if misses:
+        print("\nmisses (|err| > 15%%), %d:" % len(misses))
+        for key, err, kind, load in sorted(misses, key=lambda t: (t[2], t[0][2], int(t[0][0]), t[0][1:])):
+            print("  %-8s np=%s %-24s %-5s %-13s %-40s %+6.1f%%  load %s" % (
+                kind, key[0], key[1], key[2], key[3], key[4], 100 * err, load))
+    launch_spread(all_rows)
 
 
-def validate_session(rows, p):
+def code_of(r):
+    """What a row ran, for pooling launches across labels: raw rows by
+    implementation; hvd rows by algorithm (flat, hier, hier-ring: the MPI
+    hierarchy since af4167c, hier-old: before it)."""
+    if row_kind(r) != "hvd-old" and r["impl"] != "hvd":
+        return r["impl"]
+    if not r["label"].startswith("hier"):
+        return "hvd flat"
+    if r["backend"] != "mpi":
+        return "hvd hier"
+    return "hvd hier-ring" if mpi_hier_is_ring(r) else "hvd hier-old"
+
+
+def launch_spread(rows):
+    """Configurations measured in several launches (over every session
+    given, labels pooled where the code is the same): np, ranks per host,
+    backend, Open MPI's TCP flags, workload, implementation. If the slowest
+    launch is more than 1.15 / 0.85 = 1.35x the fastest, no figure is
+    within 15% of both."""
+    groups = {}
+    for r in rows:
+        if skip_reason(r) or int(r["np"]) < 4:
+            continue
+        flags = "send" if "+send" in r["label"] else "default"
+        key = (code_of(r).startswith("hvd"), int(r["np"]), r["backend"],
+               flags if r["backend"] == "mpi" else "", r["workload"], code_of(r))
+        groups.setdefault(key, []).append(r)
+    print("\nlaunches of one configuration (launch medians, ms; * = slowest / fastest > 1.35:"
+          " no figure is within 15% of every launch):")
+    for key, rs in sorted(groups.items()):
+        if len(rs) < 2:
+            continue
+        ms = sorted(fnum(r, "median_ms") for r in rs)
+        days = sorted({r["date"][:10] for r in rs})
+        print("  %s np=%d %-5s %-7s %-4s %-40s %2d launches %6.0f-%-6.0f (median %6.0f) %.2fx  load %s, %s" % (
+            "*" if ms[-1] / ms[0] > 1.15 / 0.85 else " ", key[1], key[2], key[3], key[4], key[5],
+            len(rs), ms[0], ms[-1], median(ms), ms[-1] / ms[0], load_range(rs), " ".join(days)))
+
+
+def load_range(rs):
+    v = [fnum(r, "load1_before") for r in rs] + [fnum(r, "load1_after") for r in rs]
+    return "%.1f-%.1f" % (min(v), max(v))
+
+
+def validate_session(rows, p, latencies=None, cycles=None):
     """Prints the model against every modelled row group of one session;
-    returns [(group key, relative error)]."""
-    latencies = session_latencies(rows)
-    cycles = session_cycles(rows)
+    returns [(group key, relative error, kind of row, load range)]."""
+    latencies = session_latencies(rows) if latencies is None else latencies
+    cycles = session_cycles(rows) if cycles is None else cycles
     print("hvd cycle cost (W3 hvd - raw):", ", ".join(
         "%s np=%d/%d per host %.2f ms" % (b, n, l, 1e3 * v) for (b, n, l), v in sorted(cycles.items())))
     print("call latency (W3, raw):", ", ".join(
         "%s np=%d/%d per host %.2f ms" % (b, n, l, 1e3 * v)
         for (b, n, l), v in sorted(latencies.items())))
-    print("measured: median over the launches (range min-max); err against the median")
-    print("%-4s %-6s %-5s %-13s %-20s %4s %9s %15s %9s %7s %6s" % (
-        "np", "label", "bknd", "workload", "impl", "runs", "meas_ms", "range_ms", "model_ms", "err",
-        "load"))
-    errs = []
+    print("measured: median over the launches (range min-max); err against the median;"
+          " load: 1-min load average before-after the launches")
+    print("%-4s %-24s %-5s %-13s %-40s %-8s %4s %9s %15s %9s %7s %9s" % (
+        "np", "label", "bknd", "workload", "impl", "kind", "runs", "meas_ms", "range_ms", "model_ms",
+        "err", "load"))
+    errs, skipped = [], {}
     for key, rs in sorted(shaped_groups(rows).items(), key=lambda kv: (int(kv[0][0]), kv[0][1:])):
+        why = skip_reason(rs[0])
+        if why:
+            if why != "latency or link row":
+                skipped.setdefault(why, []).append(len(rs))
+            continue
         pred = predict_shaped(rs[0], p, latencies, cycles)
         if pred is None:
             continue
         ms = [fnum(r, "median_ms") for r in rs]
         meas = median(ms)
         err = pred * 1e3 / meas - 1
-        errs.append((key, err))
+        kind = row_kind(rs[0])
+        errs.append((key, err, kind, load_range(rs)))
         rng = "%.1f-%.1f" % (min(ms), max(ms))
-        print("%-4s %-6s %-5s %-13s %-20s %4d %9.1f %15s %9.1f %+6.1f%% %6.1f" % (
-            key[0], key[1], key[2], key[3], key[4], len(rs), meas, rng, pred * 1e3, 100 * err,
-            median([fnum(r, "load1_before") for r in rs])))
-    for b in ("gloo", "mpi"):
-        e = [x for k, x in errs if k[2] == b]
-        print("%s: within 15%%: %d of %d" % (b, sum(1 for x in e if abs(x) <= 0.15), len(e)))
+        print("%-4s %-24s %-5s %-13s %-40s %-8s %4d %9.1f %15s %9.1f %+6.1f%% %9s" % (
+            key[0], key[1], key[2], key[3], key[4], kind, len(rs), meas, rng, pred * 1e3, 100 * err,
+            load_range(rs)))
+    for why, ns in sorted(skipped.items()):
+        print("not modelled: %d row groups (%d launches): %s" % (len(ns), sum(ns), why))
+    count_lines(errs)
     return errs
 
 
@@ -680,6 +853,8 @@ def main(argv=None):
     v = sub.add_parser("validate", help="predict the measured shaped-cluster rows")
     v.add_argument("shaped", nargs="+", help="one CSV per session (each with its own W3 rows)")
     v.add_argument("--params", default=DEFAULT_PARAMS)
+    v.add_argument("--w3-from", nargs="+", metavar="CSV",
+                   help="W3 rows for sessions that have none (default: the sessions before it)")
     v.set_defaults(func=cmd_validate)
     t = sub.add_parser("table", help="markdown tables of a shaped session")
     t.add_argument("shaped")
