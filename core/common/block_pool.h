@@ -8,10 +8,10 @@
 
 #include <cstddef>
 #include <mutex>
-
-#include "core/common/spin_lock.h"
 #include <new>
 #include <vector>
+
+#include "core/common/spin_lock.h"
 
 namespace hvd {
 

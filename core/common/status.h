@@ -33,7 +33,8 @@ class Status {
       : code_(code),
         message_(message.empty() ? nullptr : std::make_unique<std::string>(std::move(message))) {}
   Status(const Status& o)
-      : code_(o.code_), message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
+      : code_(o.code_),
+        message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
   Status& operator=(const Status& o) {
     if (this != &o) *this = Status(o);
     return *this;
