@@ -19,10 +19,14 @@ full-duplex link of B bytes/s and latency alpha per message step is
     hvd's MPI hierarchy (since af4167c): t_call + f_hier S / (B * duplex),
                   its cross step a pipelined ring; duplex < 1 only with
                   Open MPI's default TCP flags at 2 hosts
-    rabenseifner  (Open MPI's flat allreduce on the shaped cluster)
+    rabenseifner  (Open MPI's flat allreduce on the shaped cluster, 8 KiB
+                  and more; below, recursive doubling)
                   t_call + sum over cross-host steps of bytes on the link
-                  / (B * duplex) + S * serial  (the steps run in turn;
-                  duplex and serial measured with mpi_probe.c)
+                  / (B * duplex) + S * serial(S)  (the steps run in turn;
+                  duplex measured with mpi_probe.c's exchanges; serial(S),
+                  what does not overlap the link, per byte by bytes per
+                  call: mpi_probe.c's allreduce on the shaped links less
+                  its link time, least over launches, not derived)
 f is the number of bytes the busiest host link carries per byte reduced
 (block placement: a ring crosses each host boundary once per direction).
 
@@ -101,6 +105,8 @@ class Cluster:
     # s per byte allreduced of Open MPI's steps that do not overlap the link
     # (the exchanges and reductions inside a host, the transport's copies)
     serial_s_per_byte: float = 0.0
+    # the same by bytes per call (None: serial_s_per_byte whatever the size)
+    serial_by_call: object = None
     # hvd's MPI ring cross step: the fraction of the link's two directions
     # it gets, by bytes each rank sends per ring step (None: 1.0)
     ring_duplex: object = None
@@ -147,11 +153,18 @@ def allreduce_time(nbytes, cl, algorithm="ring"):
     P, H, L = cl.ranks, cl.hosts, cl.per_host
     if P < 2 or nbytes <= 0:
         return 0.0
+    if algorithm == "rabenseifner" and H > 1 and nbytes < OMPI_RABENSEIFNER_FROM:
+        # Open MPI's choice below 8 KiB at 4-15 ranks: recursive doubling,
+        # every step the whole buffer; the steps with 2^k >= L cross hosts,
+        # L pairs per link. Its latency is the W3 call's (also 1 KiB).
+        duplex = cl.duplex(nbytes) if cl.duplex else 1.0
+        return cl.call_latency + math.log2(H) * L * nbytes / (cl.link_bw * duplex)
     if algorithm == "rabenseifner" and H > 1:
         # Open MPI's flat allreduce: link time of its cross-host steps plus
-        # the steps inside the hosts, one after the other.
-        return (cl.call_latency + halving_cross_time(nbytes, P, L, cl)
-                + nbytes * cl.serial_s_per_byte)
+        # what does not overlap the link (the steps inside the hosts, the
+        # reductions, the transport's handshakes), one after the other.
+        serial = cl.serial_by_call(nbytes) if cl.serial_by_call else cl.serial_s_per_byte
+        return cl.call_latency + halving_cross_time(nbytes, P, L, cl) + nbytes * serial
     if algorithm == "hierarchical_ring" and H > 1 and L > 1:
         # hvd's hierarchy on MPI since af4167c (MpiRingAllreduce): L rings,
         # one per share of nbytes / L, among the H carriers of one local
@@ -481,13 +494,21 @@ def hvd_framework(p, backend, algorithm, cycle_cost):
     )
 
 
+# Open MPI 4.1's fixed decision (coll_tuned_decision_fixed.c,
+# ompi_coll_tuned_allreduce_intra_dec_fixed, commutative ops): at 4-7 ranks
+# ring below 16 B, recursive doubling below 8 KiB, else rabenseifner; at
+# 8-15 ranks recursive doubling below 8 KiB, else rabenseifner.
+OMPI_RABENSEIFNER_FROM = 8192
+
+
 def flat_algorithm(backend):
     # Open MPI 4.1's allreduce of 8 KiB and more at 4 to 15 ranks (256 KiB
     # at 2-3) is "rabenseifner" (coll_tuned_decision_fixed.c): recursive
     # halving, then doubling; with ranks placed by host it crosses the host
     # links with 2(H-1)/H of the bytes, as the hierarchy does (measured with
     # the links' byte counters), but its steps run one after the other.
-    # Gloo's ring carries 2(P-1)/P.
+    # Below 8 KiB, recursive doubling (allreduce_time). Gloo's ring carries
+    # 2(P-1)/P.
     return "rabenseifner" if backend == "mpi" else "ring"
 
 
@@ -511,11 +532,47 @@ def mpi_tcp_cluster(cl, p, flags, per_host):
     (btl_tcp_flags=send, what hvdrun passes across hosts). duplex: one pair
     per host link, or per_host pairs sharing it (then directions of
     different pairs may overlap), by bytes per rank in the step;
-    serial_s_per_byte: the same allreduce on unshaped links at this np."""
+    serial_s_per_byte: the same allreduce in 4 MiB calls on unshaped links at
+    this np; serial_by_call, where mpi_tcp "shaped_allreduce" has probe
+    rows for this np and flags (2 ranks per host): by bytes per call, the
+    probe's time on the shaped links less the link time modelled here, per
+    byte (shaped_residuals)."""
     m = p["mpi_tcp"][flags]
     table = m["duplex_one_pair"] if per_host == 1 else m["duplex_two_pairs"]
     serial = m["serial_s_per_byte"].get(str(cl.ranks), 0.0)
-    return replace(cl, duplex=lambda x: interp_log2(table, x), serial_s_per_byte=serial)
+    cl = replace(cl, duplex=lambda x: interp_log2(table, x), serial_s_per_byte=serial)
+    points = shaped_residuals(p, flags, cl) if per_host == 2 else []
+    if points:
+        cl = replace(cl, serial_by_call=lambda x: interp_log2(points, x))
+    return cl
+
+
+# which probe figure shaped_residuals takes: "min_ms" (fastest iteration)
+# or "ms" (median of 3); docs/scaling.md gives the counts with both
+PROBE_STAT = "min_ms"
+
+
+def shaped_residuals(p, flags, cl):
+    """[[bytes per call, s per byte], ...]: mpi_probe allreduce rows on the
+    shaped cluster (params.json mpi_tcp "shaped_allreduce", buffers of
+    20-50 MiB, not the validated rows) at cl's np and these flags, less the
+    link time of their calls (halving_cross_time with cl's duplex), per
+    byte; per call size the least over the launches of each launch's
+    fastest iteration (PROBE_STAT), the figure other jobs disturbed least,
+    as the W3 call latency is. Measured, not derived: what of Open MPI's
+    call does not overlap the link (docs/scaling.md, "Open MPI's calls on
+    the shaped links"). It includes the probe's own call latency, which
+    allreduce_time adds again (at most 0.3 ms per call)."""
+    rows = p["mpi_tcp"].get("shaped_allreduce", {}).get("rows", [])
+    by_size = {}
+    for r in rows:
+        if r["flags"] != flags or r["np"] != cl.ranks:
+            continue
+        calls = math.ceil(r["bytes"] / r["chunk"]) if r["chunk"] else 1
+        size = r["bytes"] / calls
+        link = calls * halving_cross_time(size, cl.ranks, 2, cl)
+        by_size.setdefault(size, []).append((r[PROBE_STAT] * 1e-3 - link) / r["bytes"])
+    return [[k, min(v)] for k, v in sorted(by_size.items())]
 
 
 L2_HALF = 512 * 1024  # hvd_bench's "cache-sized" chunks here: half the 1 MiB L2
