@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <deque>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hvd/hvd.h"
@@ -495,7 +497,14 @@ TEST(Handles, CallbackAndPoll) {
   }
   EXPECT_EQ(s, HVD_OK);
   EXPECT_EQ(hvd_wait(h, -1), HVD_OK);
-  for (int i = 0; i < 1000 && rec.calls == 0; ++i) hvd_wait(h, 1);
+  // The callback runs after the handle reads as done (it may poll its own
+  // handle), so on a loaded machine it can come a little later: wait for it
+  // by the clock. A loop of 1000 hvd_wait calls, which return at once on a
+  // done handle, takes microseconds and could end before the callback ran.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (rec.calls == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(rec.calls, 1);
   EXPECT_EQ(rec.status, HVD_OK);
   EXPECT_EQ(rec.handle, h);
