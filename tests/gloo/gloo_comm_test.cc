@@ -160,6 +160,34 @@ TEST_P(GlooSizes, AllreduceEveryTypeAndOp) {
   });
 }
 
+// Allreduces up to 64 KiB run Gloo's bcube, larger ones its ring: both sides
+// of that threshold, with fewer elements than ranks, at rank counts that are
+// not powers of 2 (bcube then mixes group sizes) and at 8.
+class GlooAlgorithms : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooAlgorithms, AllreduceAroundTheBcubeThreshold) {
+  const int n = GetParam();
+  Comms comms = MakeComms(n);
+  RunAll(comms, [&](GlooComm& c) {
+    for (DataType dt : {DataType::kFloat32, DataType::kInt8}) {
+      const int64_t limit = 64 * 1024 / static_cast<int64_t>(DataTypeSize(dt));
+      for (int64_t count : {int64_t{1}, int64_t{5}, limit, limit + 1}) {
+        std::vector<double> mine(count);
+        for (int64_t i = 0; i < count; ++i) mine[i] = Value(c.rank(), i);
+        std::vector<unsigned char> buf = Encode(dt, mine);
+        Status s = c.Allreduce(buf.data(), count, dt, ReduceOp::kMax);
+        ASSERT_TRUE(s.ok()) << Name(dt, ReduceOp::kMax, count) << ": " << s.message();
+        std::vector<double> got = Decode(dt, buf);
+        for (int64_t i = 0; i < count; ++i) {
+          ASSERT_EQ(got[i], Expected(ReduceOp::kMax, n, i)) << Name(dt, ReduceOp::kMax, count);
+        }
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlooAlgorithms, ::testing::Values(3, 6, 8));
+
 std::string Payload(int rank) {
   // Rank 1 contributes nothing: empty strings must survive every path.
   if (rank == 1) return std::string();

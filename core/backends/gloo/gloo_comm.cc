@@ -35,6 +35,15 @@ namespace {
 constexpr uint8_t kHvdReduceScatterSlotPrefix = 0x7d;
 constexpr uint8_t kHvdSendRecvSlotPrefix = 0x7c;
 
+// Up to this many bytes an allreduce runs Gloo's bcube (recursive halving and
+// doubling: 2*log2(P) exchanges for P a power of 2) instead of its ring, which
+// cuts the buffer into 2P segments and sends 2(P-1) of them one after another
+// in each of its two phases. Every message wakes Gloo's event loop, which
+// spins while this rank's own thread holds the pair's lock; on few cores that
+// spinning, not the wire, made a 1 KiB ring take 5-22 ms at 4-8 ranks
+// (docs/scaling.md). Bcube sends no more bytes per rank than the ring.
+constexpr size_t kGlooBcubeMaxBytes = 64 * 1024;
+
 // Gloo wants a mutable pointer even for buffers it only reads, and a real
 // pointer even for zero bytes.
 void* Mutable(const void* p) {
@@ -191,7 +200,11 @@ Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
   if (size_ == 1 || count == 0) return Status::OK();  // Gloo's ring rejects 0 elements
   return Run("allreduce", [&] {
     gloo::AllreduceOptions opts(context_);
-    SetAllreduceOutput(&opts, buf, static_cast<size_t>(count), DataTypeSize(dt));
+    const size_t elem = DataTypeSize(dt);
+    SetAllreduceOutput(&opts, buf, static_cast<size_t>(count), elem);
+    if (static_cast<size_t>(count) * elem <= kGlooBcubeMaxBytes) {
+      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
+    }
     opts.setReduceFunction(fn);
     opts.setTimeout(shared_->op_timeout);
     gloo::allreduce(opts);
