@@ -10,6 +10,14 @@ Status Comm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt
   return Allreduce(out, count, dt, op);
 }
 
+Status Comm::AllreduceStaged(const void* in, void* out, int64_t count, DataType dt, ReduceOp op,
+                             const Stage& fill, const Stage& drain) {
+  if (fill) HVD_RETURN_IF_ERROR(fill(0, count));
+  HVD_RETURN_IF_ERROR(in == out ? Allreduce(out, count, dt, op)
+                                : AllreduceFrom(in, out, count, dt, op));
+  return drain ? drain(0, count) : Status::OK();
+}
+
 Status Comm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
                       int peer) {
   if (peer < 0 || peer >= size() || peer == rank()) {

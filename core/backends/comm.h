@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,19 @@ class Comm {
   // The default copies then reduces in place; MPI reduces out of place, which
   // saves a pass over the data.
   virtual Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op);
+  // Work on elements [off, off + n) of a staged allreduce: fill writes them
+  // into its input before they are read, drain reads them from its output
+  // once they are final (packing and unpacking the fusion buffer, scaling).
+  using Stage = std::function<Status(int64_t off, int64_t n)>;
+  // AllreduceFrom (`in` may equal `out`, host memory) with the input filled
+  // and the output drained in pieces: ascending, every element once; a null
+  // Stage does nothing. The default fills everything, reduces, then drains.
+  virtual Status AllreduceStaged(const void* in, void* out, int64_t count, DataType dt, ReduceOp op,
+                                 const Stage& fill, const Stage& drain);
+  // Whether AllreduceStaged runs the stages while the network works (the
+  // hierarchy: beside its cross-host step), so that copies cost no time.
+  // Where not, callers pack, reduce and unpack as three timed steps.
+  virtual bool overlaps_stages() const { return false; }
   // Rank r contributes bytes_per_rank[r] bytes; out receives them in rank order.
   virtual Status Allgatherv(const void* in, void* out,
                             const std::vector<int64_t>& bytes_per_rank) = 0;

@@ -1,8 +1,13 @@
 // Allreduce: prescale -> sum/min/max/product across ranks -> postscale.
 // One tensor runs in place in the caller's output; several are packed into
-// the fusion buffer, reduced by one collective and copied back out, unless
-// they are adjacent in memory (then the caller's memory is reduced directly). Memory
-// work goes through ctx.ops(), so the same code runs on host and CUDA memory.
+// the fusion buffer, reduced by one collective and copied back out (chunk by
+// chunk beside the network where the backend overlaps its stages), unless
+// they are adjacent in memory (then the caller's memory is reduced directly).
+// Memory work goes through ctx.ops(), so the same code runs on host and CUDA
+// memory.
+#include <algorithm>
+#include <optional>
+
 #include "core/ops/op.h"
 
 namespace hvd {
@@ -51,6 +56,15 @@ Status Collective(ExecContext& ctx, const Response& r, const Reduction& x, const
 Status ReduceAndScale(ExecContext& ctx, const Response& r, const Reduction& x, const void* in,
                       void* out, int64_t n) {
   MemOps& mem = ctx.ops();
+  if (x.post != 1.0 && r.device.kind == DeviceKind::kCPU && ctx.comm->overlaps_stages()) {
+    // The hierarchy scales each chunk while the next one crosses the hosts.
+    ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+    auto* base = static_cast<uint8_t*>(out);
+    return ctx.comm->AllreduceStaged(
+        in, out, n, x.dt, x.wire_op, nullptr, [&](int64_t off, int64_t m) {
+          return mem.ScaleCopy(base + off * x.esize, base + off * x.esize, m, x.dt, x.post);
+        });
+  }
   const int64_t piece = ctx.comm->allreduce_chunk_bytes() / x.esize;
   if (x.post == 1.0 || piece <= 0 || piece >= n || r.device.kind != DeviceKind::kCPU) {
     HVD_RETURN_IF_ERROR(Collective(ctx, r, x, in, out, n));
@@ -137,6 +151,54 @@ Status UnpackFusion(ExecContext& ctx, const Response& r, const Reduction& x,
   return mem.CopyRegions(copies);
 }
 
+// A fused group through a backend that overlaps its stages with the network
+// (the hierarchy): each chunk of the fusion buffer is packed just before the
+// backend reads it and unpacked as soon as it is final, so the copies hide
+// behind the link. The timeline shows MEMCPY_IN_FUSION_BUFFER for the first
+// chunk; the other copies run inside the backend's activity.
+Status RunStaged(ExecContext& ctx, const Response& r, const Reduction& x,
+                 const std::vector<TensorEntry*>& entries, uint8_t* base, int64_t total) {
+  MemOps& mem = ctx.ops();
+  std::vector<int64_t> starts(entries.size() + 1, 0);  // tensor i: [starts[i], starts[i + 1])
+  for (size_t i = 0; i < entries.size(); ++i) starts[i + 1] = starts[i] + r.sizes[i];
+  // Calls fn(i, from, to) for the elements [from, to) of the buffer that
+  // tensor i holds within [off, off + n).
+  auto spans = [&](int64_t off, int64_t n, const auto& fn) {
+    auto i = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), off) -
+                                 starts.begin() - 1);
+    for (; i < entries.size() && starts[i] < off + n; ++i) {
+      const int64_t from = std::max(off, starts[i]), to = std::min(off + n, starts[i + 1]);
+      if (to > from) HVD_RETURN_IF_ERROR(fn(i, from, to));
+    }
+    return Status::OK();
+  };
+  std::optional<ScopedActivity> activity;
+  activity.emplace(ctx.timeline, r, "MEMCPY_IN_FUSION_BUFFER");
+  auto fill = [&](int64_t off, int64_t n) {
+    std::vector<MemOps::Region> copies;
+    HVD_RETURN_IF_ERROR(spans(off, n, [&](size_t i, int64_t from, int64_t to) {
+      uint8_t* dst = base + from * x.esize;
+      if (!entries[i]) return mem.Zero(dst, to - from, x.dt);  // joined: zeros
+      const auto* src =
+          static_cast<const uint8_t*>(entries[i]->input) + (from - starts[i]) * x.esize;
+      if (r.prescale != 1.0) return mem.ScaleCopy(dst, src, to - from, x.dt, r.prescale);
+      copies.push_back({dst, src, (to - from) * x.esize});
+      return Status::OK();
+    }));
+    HVD_RETURN_IF_ERROR(mem.CopyRegions(copies));
+    if (off == 0) activity.emplace(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+    return Status::OK();
+  };
+  auto drain = [&](int64_t off, int64_t n) {
+    return spans(off, n, [&](size_t i, int64_t from, int64_t to) {
+      if (!entries[i]) return Status::OK();
+      auto* dst = static_cast<uint8_t*>(entries[i]->output) + (from - starts[i]) * x.esize;
+      return mem.ScaleCopy(dst, base + from * x.esize, to - from, x.dt, x.post);
+    });
+  };
+  return ctx.comm->AllreduceStaged(base, base, total, x.dt, x.wire_op, fill, drain);
+}
+
 }  // namespace
 
 Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries) {
@@ -162,6 +224,9 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
   void* fusion = nullptr;
   HVD_RETURN_IF_ERROR(mem.Fusion(total * x.esize, &fusion));
   auto* base = static_cast<uint8_t*>(fusion);
+  if (r.device.kind == DeviceKind::kCPU && ctx.comm->overlaps_stages()) {
+    return RunStaged(ctx, r, x, entries, base, total);
+  }
   HVD_RETURN_IF_ERROR(PackFusion(ctx, r, x, entries, base));
   HVD_RETURN_IF_ERROR(Collective(ctx, r, x, base, base, total));
   return UnpackFusion(ctx, r, x, entries, base, total);

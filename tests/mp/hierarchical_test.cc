@@ -4,7 +4,8 @@
 // HVD_ALLREDUCE_CHUNK_BYTES so that modest tensors already go through the
 // pipeline in many chunks. Exact results on every rank: every dtype and
 // reduction, sizes from empty to many chunks (and fewer elements than
-// shares), in place, many tensors fused, a process set spanning hosts, and
+// shares), in place, many tensors fused (plain, and averaged and scaled in
+// separate buffers), a process set spanning hosts, and
 // the collectives that pass through to the flat communicator.
 #include <gtest/gtest.h>
 
@@ -114,6 +115,44 @@ TEST(Hierarchical, ManyTensorsFused) {
     int64_t bad = 0;
     for (int64_t i = 0; i < outs[k]->n(); ++i) {
       bad += outs[k]->Get(i) != Expected(HVD_OP_SUM, i + k, World());
+    }
+    EXPECT_EQ(bad, 0) << "tensor " << k;
+  }
+}
+
+// Fused tensors in separate buffers take the staged path (each chunk of the
+// fusion buffer packed just before its reduce-scatter and unpacked after its
+// allgather, beside the cross-host step): tensors of 0, 1 and up to 30000
+// elements straddling chunk boundaries, every third one in place, averaged
+// with pre- and postscale factors.
+TEST(Hierarchical, FusedStagedScaled) {
+  const int kCount = 40;
+  std::vector<std::unique_ptr<Tensor>> ins, outs;
+  std::vector<hvd_handle> hs(kCount);
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.prescale_factor = 0.5;
+  o.postscale_factor = 4.0;
+  auto in_place = [](int k) { return k % 3 == 0; };
+  for (int k = 0; k < kCount; ++k) {
+    const int64_t n = k % 5 == 0 ? 0 : k % 5 == 1 ? 1 : 1 + (k * 7919) % 30000;
+    ins.push_back(std::make_unique<Tensor>(T::f32, std::vector<int64_t>{n}));
+    outs.push_back(std::make_unique<Tensor>(T::f32, std::vector<int64_t>{n}));
+    for (int64_t i = 0; i < n; ++i) ins[k]->Set(i, V(R(), i + k));
+    Tensor& dst = in_place(k) ? *ins[k] : *outs[k];
+    const std::string name = "h.staged." + std::to_string(k);
+    ASSERT_EQ(hvd_allreduce_async(name.c_str(), ins[k]->dl(), dst.dl(), HVD_OP_AVERAGE, &o, &hs[k]),
+              HVD_OK)
+        << hvd_last_error();
+  }
+  for (int k = 0; k < kCount; ++k) {
+    ASSERT_EQ(Wait(hs[k]), HVD_OK) << hvd_last_error();
+    const Tensor& dst = in_place(k) ? *ins[k] : *outs[k];
+    int64_t bad = 0;
+    for (int64_t i = 0; i < dst.n(); ++i) {
+      const double e = 2 * Expected(HVD_OP_AVERAGE, i + k, World());
+      if (std::fabs(dst.Get(i) - e) > 1e-5 * e && bad++ < 3) {
+        ADD_FAILURE() << "tensor " << k << " element " << i << ": " << dst.Get(i) << " != " << e;
+      }
     }
     EXPECT_EQ(bad, 0) << "tensor " << k;
   }

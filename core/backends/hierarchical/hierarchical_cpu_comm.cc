@@ -46,77 +46,116 @@ std::vector<int64_t> HierarchicalCpuComm::LocalCounts(int64_t n) const {
   return counts;
 }
 
-Status HierarchicalCpuComm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt,
-                                          ReduceOp op) {
+struct HierarchicalCpuComm::Call {
+  const uint8_t* in;
+  uint8_t* out;
+  int64_t count;
+  int64_t chunk;  // elements
+  size_t esize;
+  DataType dt;
+  ReduceOp op;
+  const Stage& fill;
+  const Stage& drain;
+
+  int64_t chunks() const { return (count + chunk - 1) / chunk; }
+  int64_t size(int64_t c) const { return std::min(chunk, count - c * chunk); }
+  size_t offset(int64_t c) const { return static_cast<size_t>(c * chunk) * esize; }
+};
+
+Status HierarchicalCpuComm::AllreduceStaged(const void* in, void* out, int64_t count, DataType dt,
+                                            ReduceOp op, const Stage& fill, const Stage& drain) {
   if (count <= 0) return Status::OK();
   const size_t esize = DataTypeSize(dt);
   const int64_t chunk_bytes = chunk_bytes_ > 0 ? chunk_bytes_ : kDefaultChunkBytes;
-  const int64_t chunk = std::max<int64_t>(1, chunk_bytes / static_cast<int64_t>(esize));
-  const auto* src = static_cast<const uint8_t*>(in);
-  auto* dst = static_cast<uint8_t*>(out);
+  const Call call{static_cast<const uint8_t*>(in),
+                  static_cast<uint8_t*>(out),
+                  count,
+                  std::max<int64_t>(1, chunk_bytes / static_cast<int64_t>(esize)),
+                  esize,
+                  dt,
+                  op,
+                  fill,
+                  drain};
   if (local_->size() == 1) {
     // Alone on my host (so one share per host): only the cross step, in the
     // same chunks as the carriers of the other hosts.
-    for (int64_t off = 0; off < count; off += chunk) {
-      const int64_t n = std::min(chunk, count - off);
+    for (int64_t c = 0; c < call.chunks(); ++c) {
+      const int64_t off = c * call.chunk, n = call.size(c);
+      if (fill) HVD_RETURN_IF_ERROR(fill(off, n));
       // MPI refuses aliased buffers unless the call is in place.
-      HVD_RETURN_IF_ERROR(
-          in == out ? cross_->Allreduce(dst + off * esize, n, dt, op)
-                    : cross_->AllreduceFrom(src + off * esize, dst + off * esize, n, dt, op));
+      HVD_RETURN_IF_ERROR(in == out ? cross_->Allreduce(call.out + call.offset(c), n, dt, op)
+                                    : cross_->AllreduceFrom(call.in + call.offset(c),
+                                                            call.out + call.offset(c), n, dt, op));
+      if (drain) HVD_RETURN_IF_ERROR(drain(off, n));
     }
     return Status::OK();
   }
-  const size_t slot = static_cast<size_t>((chunk + plan_.shares - 1) / plan_.shares) * esize;
+  const size_t slot = static_cast<size_t>((call.chunk + plan_.shares - 1) / plan_.shares) * esize;
   if (scratch_.size() < 2 * slot) scratch_.resize(2 * slot);
-  if (concurrent_ && count > chunk) return Pipelined(src, dst, count, chunk, esize, dt, op);
-  for (int64_t off = 0; off < count; off += chunk) {
-    const std::vector<int64_t> counts = LocalCounts(std::min(chunk, count - off));
-    const int64_t mine = counts[static_cast<size_t>(plan_.local_index)];
-    HVD_RETURN_IF_ERROR(local_->Reducescatter(src + off * esize, scratch_.data(), counts, dt, op));
-    if (mine > 0) HVD_RETURN_IF_ERROR(cross_->Allreduce(scratch_.data(), mine, dt, op));
-    std::vector<int64_t> bytes(counts.size());
-    for (size_t k = 0; k < counts.size(); ++k) bytes[k] = counts[k] * static_cast<int64_t>(esize);
-    HVD_RETURN_IF_ERROR(local_->Allgatherv(scratch_.data(), dst + off * esize, bytes));
+  return concurrent_ && count > call.chunk ? Pipelined(call) : Serial(call);
+}
+
+uint8_t* HierarchicalCpuComm::Slot(int64_t c) {
+  return scratch_.data() + static_cast<size_t>(c % 2) * (scratch_.size() / 2);
+}
+
+int64_t HierarchicalCpuComm::Mine(int64_t n) const {
+  return LocalCounts(n)[static_cast<size_t>(plan_.local_index)];
+}
+
+Status HierarchicalCpuComm::Scatter(const Call& call, int64_t c) {
+  const int64_t n = call.size(c);
+  if (call.fill) HVD_RETURN_IF_ERROR(call.fill(c * call.chunk, n));
+  return local_->Reducescatter(call.in + call.offset(c), Slot(c), LocalCounts(n), call.dt, call.op);
+}
+
+Status HierarchicalCpuComm::Gather(const Call& call, int64_t c) {
+  const int64_t n = call.size(c);
+  std::vector<int64_t> bytes = LocalCounts(n);
+  for (auto& b : bytes) b *= static_cast<int64_t>(call.esize);
+  HVD_RETURN_IF_ERROR(local_->Allgatherv(Slot(c), call.out + call.offset(c), bytes));
+  return call.drain ? call.drain(c * call.chunk, n) : Status::OK();
+}
+
+Status HierarchicalCpuComm::Serial(const Call& call) {
+  for (int64_t c = 0; c < call.chunks(); ++c) {
+    HVD_RETURN_IF_ERROR(Scatter(call, c));
+    const int64_t mine = Mine(call.size(c));
+    if (mine > 0) HVD_RETURN_IF_ERROR(cross_->Allreduce(Slot(c), mine, call.dt, call.op));
+    HVD_RETURN_IF_ERROR(Gather(call, c));
   }
   return Status::OK();
 }
 
-// Chunk c: reduce-scatter into slot c % 2, cross-host allreduce of the slot
-// on the worker, allgather from it. The host-local calls go in the order
-// RS(0), RS(1), AG(0), RS(2), AG(1), ... on every local rank, carrier or not.
-Status HierarchicalCpuComm::Pipelined(const uint8_t* src, uint8_t* dst, int64_t count,
-                                      int64_t chunk, size_t esize, DataType dt, ReduceOp op) {
+// Chunk c: fill and reduce-scatter into slot c % 2, cross-host allreduce of
+// the slot on the worker, allgather from it and drain. The host-local calls
+// go in the order RS(0), RS(1), AG(0), RS(2), AG(1), ... on every local
+// rank, carrier or not, so the stages and the host-local steps of chunks
+// c - 1 and c + 1 run while chunk c crosses the hosts.
+Status HierarchicalCpuComm::Pipelined(const Call& call) {
   if (!worker_ && plan_.carrier()) worker_ = std::make_unique<PipelineWorker>();
-  const size_t slot = scratch_.size() / 2;
-  const int64_t chunks = (count + chunk - 1) / chunk;
-  auto counts_of = [&](int64_t c) { return LocalCounts(std::min(chunk, count - c * chunk)); };
-  auto gather = [&](int64_t c) {
-    const std::vector<int64_t> counts = counts_of(c);
-    std::vector<int64_t> bytes(counts.size());
-    for (size_t k = 0; k < counts.size(); ++k) bytes[k] = counts[k] * static_cast<int64_t>(esize);
-    return local_->Allgatherv(scratch_.data() + (c % 2) * slot, dst + c * chunk * esize, bytes);
-  };
+  const int64_t chunks = call.chunks();
   // Collects the cross step of chunk c (posted only where I carry a share).
   std::vector<bool> posted(static_cast<size_t>(chunks), false);
   auto collect = [&](int64_t c) { return posted[c] ? worker_->Collect() : Status::OK(); };
   Status s;
   for (int64_t c = 0; c < chunks && s.ok(); ++c) {
-    const std::vector<int64_t> counts = counts_of(c);
-    const int64_t mine = counts[static_cast<size_t>(plan_.local_index)];
-    uint8_t* share = scratch_.data() + (c % 2) * slot;
-    s = local_->Reducescatter(src + c * chunk * esize, share, counts, dt, op);
+    s = Scatter(call, c);
+    const int64_t mine = Mine(call.size(c));
     if (s.ok() && mine > 0) {
-      worker_->Post([this, share, mine, dt, op] { return cross_->Allreduce(share, mine, dt, op); });
+      uint8_t* share = Slot(c);
+      worker_->Post(
+          [this, share, mine, &call] { return cross_->Allreduce(share, mine, call.dt, call.op); });
       posted[c] = true;
     }
     if (s.ok() && c > 0) {
       s = collect(c - 1);
-      if (s.ok()) s = gather(c - 1);
+      if (s.ok()) s = Gather(call, c - 1);
     }
   }
   if (s.ok()) {
     s = collect(chunks - 1);
-    if (s.ok()) s = gather(chunks - 1);
+    if (s.ok()) s = Gather(call, chunks - 1);
   }
   // On failure, wait for what the worker still holds: it uses our buffers.
   while (worker_ && worker_->outstanding() > 0) worker_->Collect();

@@ -41,17 +41,34 @@ class HierarchicalCpuComm : public ForwardingComm {
   // less runs its three steps in turn with the link idle in two of them.
   int64_t fusion_solo_bytes() const override { return 0; }
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
-    return AllreduceFrom(buf, buf, count, dt, op);
+    return AllreduceStaged(buf, buf, count, dt, op, nullptr, nullptr);
   }
   // `in` may equal `out`.
-  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
+  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt,
+                       ReduceOp op) override {
+    return AllreduceStaged(in, out, count, dt, op, nullptr, nullptr);
+  }
+  // Stages run chunk by chunk: fill before the chunk's reduce-scatter,
+  // drain after its allgather; pipelined, on the calling thread while the
+  // worker carries the neighbouring chunk across hosts.
+  Status AllreduceStaged(const void* in, void* out, int64_t count, DataType dt, ReduceOp op,
+                         const Stage& fill, const Stage& drain) override;
+  bool overlaps_stages() const override { return concurrent_ && local_->size() > 1; }
 
  private:
+  // One allreduce's buffers, element size and stages.
+  struct Call;
   // Elements per local rank for a chunk of n elements: shares for the
   // carriers, nothing for the others.
   std::vector<int64_t> LocalCounts(int64_t n) const;
-  Status Pipelined(const uint8_t* in, uint8_t* out, int64_t count, int64_t chunk, size_t esize,
-                   DataType dt, ReduceOp op);
+  // Chunk c's host-local steps (fill then reduce-scatter into slot c % 2;
+  // allgather from it then drain).
+  int64_t Mine(int64_t n) const;  // my share of a chunk of n elements
+  uint8_t* Slot(int64_t c);       // chunk c's share slot in scratch_
+  Status Scatter(const Call& call, int64_t c);
+  Status Gather(const Call& call, int64_t c);
+  Status Serial(const Call& call);
+  Status Pipelined(const Call& call);
 
   std::unique_ptr<Comm> local_;
   std::unique_ptr<Comm> cross_;

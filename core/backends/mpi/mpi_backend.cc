@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/backends/mpi/mpi_comm.h"
+#include "core/backends/mpi/mpi_tcp_defaults.h"
 #include "core/backends/registry.h"
 #include "core/common/logging.h"
 
@@ -34,6 +35,9 @@ Status EnsureMpiInitialized(const Config& config) {
     MPI_Finalized(&finalized);
     if (finalized) return Status::Backend("MPI was already finalized in this process");
     const int wanted = config.mpi_threads_disable ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
+    if (PreferDuplexTcp()) {
+      HVD_LOG(kDebug) << "MPI: btl_tcp_flags=send (full-duplex TCP across hosts)";
+    }
     if (MPI_Init_thread(nullptr, nullptr, wanted, &g_thread_level) != MPI_SUCCESS) {
       return Status::Backend("MPI_Init_thread failed");
     }
