@@ -12,9 +12,14 @@ Status Comm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt
 
 Status Comm::AllreduceStaged(const void* in, void* out, int64_t count, DataType dt, ReduceOp op,
                              const Stage& fill, const Stage& drain) {
+  return AllreduceStagedInTurn(*this, in, out, count, dt, op, fill, drain);
+}
+
+Status AllreduceStagedInTurn(Comm& comm, const void* in, void* out, int64_t count, DataType dt,
+                             ReduceOp op, const Comm::Stage& fill, const Comm::Stage& drain) {
   if (fill) HVD_RETURN_IF_ERROR(fill(0, count));
-  HVD_RETURN_IF_ERROR(in == out ? Allreduce(out, count, dt, op)
-                                : AllreduceFrom(in, out, count, dt, op));
+  HVD_RETURN_IF_ERROR(in == out ? comm.Allreduce(out, count, dt, op)
+                                : comm.AllreduceFrom(in, out, count, dt, op));
   return drain ? drain(0, count) : Status::OK();
 }
 

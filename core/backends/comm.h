@@ -43,6 +43,10 @@ class Comm {
   // that scale the result do it piece by piece, while each is in cache.
   // Decorators with their own algorithm (hierarchical) keep the default.
   virtual int64_t allreduce_chunk_bytes() const { return 0; }
+  // When hierarchical allreduce wraps this Comm, allreduces of fewer bytes
+  // stay here: one flat call, latency-bound, beats the hierarchy's three
+  // steps below this size (measured per backend, docs/scaling.md).
+  virtual int64_t hierarchy_min_bytes() const { return 0; }
 
   // ---- data
   // In place over `count` elements; op is kSum, kMin, kMax or kProduct
@@ -107,6 +111,9 @@ class Comm {
 // communicator). Root's *bytes replace *bytes everywhere; every rank gets
 // every rank's bytes in rank order.
 Status BroadcastBytes(Comm& comm, std::string* bytes, int root);
+// Comm::AllreduceStaged's default, on `comm`: fill everything, reduce, drain.
+Status AllreduceStagedInTurn(Comm& comm, const void* in, void* out, int64_t count, DataType dt,
+                             ReduceOp op, const Comm::Stage& fill, const Comm::Stage& drain);
 Status AllgatherBytes(Comm& comm, const std::string& mine, std::vector<std::string>* all);
 
 }  // namespace hvd

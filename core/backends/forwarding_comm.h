@@ -20,6 +20,7 @@ class ForwardingComm : public Comm {
   bool supports_device(const Device& d) const override { return inner_->supports_device(d); }
   void SetAllreduceChunkBytes(int64_t bytes) override { inner_->SetAllreduceChunkBytes(bytes); }
   int64_t fusion_solo_bytes() const override { return inner_->fusion_solo_bytes(); }
+  int64_t hierarchy_min_bytes() const override { return inner_->hierarchy_min_bytes(); }
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
     return inner_->Allreduce(buf, count, dt, op);

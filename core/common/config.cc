@@ -137,6 +137,8 @@ Status ParseBackends(Config* c) {
   HVD_RETURN_IF_ERROR(ParseBool("MPI_THREADS_DISABLE", &c->mpi_threads_disable));
   HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLREDUCE", &c->hierarchical_allreduce,
                                 &c->hierarchical_allreduce_fixed));
+  HVD_RETURN_IF_ERROR(
+      ParseInt("HIERARCHICAL_ALLREDUCE_MIN_BYTES", 0, &c->hierarchical_allreduce_min_bytes));
   HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLGATHER", &c->hierarchical_allgather,
                                 &c->hierarchical_allgather_fixed));
   HVD_RETURN_IF_ERROR(

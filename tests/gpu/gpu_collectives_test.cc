@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/mp/hvd_test_main.h"
 #include "tests/mp/test_tensor.h"
 
 using hvdtest::N;
@@ -233,12 +234,5 @@ int main(int argc, char** argv) {
     return 77;
   }
   cudaSetDevice(0);  // every rank shares GPU 0 in the staging tests
-  ::testing::InitGoogleTest(&argc, argv);
-  if (hvd_init() != HVD_OK) {
-    std::fprintf(stderr, "hvd_init: %s\n", hvd_last_error());
-    return 1;
-  }
-  const int rc = RUN_ALL_TESTS();
-  hvd_shutdown();
-  return rc;
+  return hvdtest::RunTestsWithHvd(argc, argv);
 }

@@ -3,9 +3,11 @@
 # program (tests/mp/hierarchical_test.cc, exact results per rank) runs with
 # Gloo (hvdrun -H) and with --mpi on even and uneven placements:
 #   np=4: 2+2 and 3+1 over 2 hosts;  np=6: 2+2+2 and 3+2+1 over 3 hosts.
-# Every rank must log that it uses the hierarchy (HVD_HIERARCHICAL_ALLREDUCE=1);
-# unset, it is on for Gloo and for MPI (whose ranks get MPI_THREAD_MULTIPLE);
-# =0 turns it off. MPI's unset case runs with 2 MiB chunks, so that its
+# Every rank must log that it uses the hierarchy (HVD_HIERARCHICAL_ALLREDUCE=1,
+# with HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES=0 so that every size goes through
+# it); unset, it is on for Gloo and for MPI (whose ranks get
+# MPI_THREAD_MULTIPLE), from the backend's own minimum size (smaller
+# allreduces stay flat); =0 turns it off. MPI's unset case runs with 2 MiB chunks, so that its
 # cross-host ring (core/backends/mpi/mpi_ring_allreduce.cc) sends several
 # pieces per block. The hosts come from scripts/netns_cluster.sh, unshaped,
 # under their own names (hvdht-*) and addresses (10.214.0.0/24).
@@ -65,13 +67,18 @@ run() {
   fi
 }
 
-# check WHAT NP HIERARCHICAL(1|0): every rank passed; all or none used it.
+# check WHAT NP HIERARCHICAL(1|0) [MIN_BYTES]: every rank passed; all or
+# none used it; all with allreduces from MIN_BYTES bytes.
 check() {
   passed=$(grep -c '<stdout>:.*\[  PASSED  \]' "$TMP/out")
   [ "$passed" = "$2" ] || fail "$1: $passed of $2 ranks reported PASSED"
   used=$(cat "$TMP/out" "$TMP/err" | grep -c 'hierarchical allreduce (world): ')
   if [ "$3" = 1 ]; then
     [ "$used" = "$2" ] || fail "$1: $used of $2 ranks use hierarchical allreduce"
+    if [ $# -ge 4 ]; then
+      from=$(cat "$TMP/out" "$TMP/err" | grep -c "hierarchical allreduce (world): .*, from $4 bytes")
+      [ "$from" = "$2" ] || fail "$1: $from of $2 ranks run the hierarchy from $4 bytes"
+    fi
   else
     [ "$used" = 0 ] || fail "$1: hierarchical allreduce used although turned off"
   fi
@@ -90,16 +97,17 @@ for backend in gloo mpi; do
   fi
   for placement in "4 $H1:2,$H2:2" "4 $H1:3,$H2:1" "6 $H1:2,$H2:2,$H3:2" "6 $H1:3,$H2:2,$H3:1"; do
     set -- $placement
-    run "$backend" "$1" "$2" HVD_HIERARCHICAL_ALLREDUCE=1 || fail "$backend np=$1 -H $2: exit code $?"
-    check "$backend np=$1 -H $2" "$1" 1
+    run "$backend" "$1" "$2" HVD_HIERARCHICAL_ALLREDUCE=1 HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES=0 ||
+      fail "$backend np=$1 -H $2: exit code $?"
+    check "$backend np=$1 -H $2" "$1" 1 0
   done
   # The default: automatic on both; and the switch turns it off.
   if [ "$backend" = gloo ]; then
     run gloo 4 "$H1:2,$H2:2" || fail "gloo np=4 default: exit code $?"
-    check "gloo np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE unset" 4 1
+    check "gloo np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE unset" 4 1 65537
   else
     run mpi 4 "$H1:2,$H2:2" HVD_ALLREDUCE_CHUNK_BYTES=2097152 || fail "mpi np=4 default: exit code $?"
-    check "mpi np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE unset, 2 MiB chunks" 4 1
+    check "mpi np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE unset, 2 MiB chunks" 4 1 2097152
   fi
   run "$backend" 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=0 || fail "$backend np=4 flat: exit code $?"
   check "$backend np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE=0" 4 0

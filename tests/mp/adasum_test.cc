@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hvd/hvd.h"
+#include "hvd_test_main.h"
 #include "test_tensor.h"
 
 using hvdtest::N;
@@ -293,12 +294,5 @@ TEST(Adasum, RefusedWhereItIsUndefined) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (hvd_init() != HVD_OK) {
-    std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error());
-    return 1;
-  }
-  int rc = RUN_ALL_TESTS();
-  if (hvd_shutdown() != HVD_OK) rc = 1;
-  return rc;
+  return hvdtest::RunTestsWithHvd(argc, argv);
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hvd/hvd.h"
+#include "hvd_test_main.h"
 
 namespace {
 
@@ -54,12 +55,5 @@ TEST(MpiTcpFlags, OpenMpiRunsWithTheExpectedFlags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (hvd_init() != HVD_OK) {
-    std::fprintf(stderr, "hvd_init failed: %s\n", hvd_last_error());
-    return 1;
-  }
-  const int rc = RUN_ALL_TESTS();
-  hvd_shutdown();
-  return rc;
+  return hvdtest::RunTestsWithHvd(argc, argv);
 }

@@ -193,6 +193,10 @@ Status GlooComm::CheckPerRank(const char* op, const char* what,
 
 // ---- data
 
+int64_t GlooComm::hierarchy_min_bytes() const {
+  return static_cast<int64_t>(kGlooBcubeMaxBytes) + 1;
+}
+
 Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
   if (count < 0) return Status::Invalid("Gloo allreduce: negative element count");
   ReduceFn fn;

@@ -24,13 +24,14 @@ std::vector<int64_t> Blocks(int64_t count, int parts) {
 
 HierarchicalCpuComm::HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::unique_ptr<Comm> local,
                                          std::unique_ptr<Comm> cross, const HostPlan& plan,
-                                         bool concurrent, int64_t chunk_bytes)
+                                         bool concurrent, int64_t chunk_bytes, int64_t min_bytes)
     : ForwardingComm(std::move(flat)),
       local_(std::move(local)),
       cross_(std::move(cross)),
       plan_(plan),
       concurrent_(concurrent),
-      chunk_bytes_(chunk_bytes) {}
+      chunk_bytes_(chunk_bytes),
+      min_bytes_(min_bytes) {}
 
 void HierarchicalCpuComm::SetAllreduceChunkBytes(int64_t bytes) {
   chunk_bytes_ = bytes;
@@ -66,6 +67,9 @@ Status HierarchicalCpuComm::AllreduceStaged(const void* in, void* out, int64_t c
                                             ReduceOp op, const Stage& fill, const Stage& drain) {
   if (count <= 0) return Status::OK();
   const size_t esize = DataTypeSize(dt);
+  if (count * static_cast<int64_t>(esize) < min_bytes_) {
+    return AllreduceStagedInTurn(inner(), in, out, count, dt, op, fill, drain);
+  }
   const int64_t chunk_bytes = chunk_bytes_ > 0 ? chunk_bytes_ : kDefaultChunkBytes;
   const Call call{static_cast<const uint8_t*>(in),
                   static_cast<uint8_t*>(out),
@@ -205,11 +209,16 @@ Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
   // not spin (mpi_ring_allreduce.h).
   if (mpi && cross) MpiUseRingAllreduce(cross.get());
 #endif
+  const int64_t min_bytes = config.hierarchical_allreduce_min_bytes >= 0
+                                ? config.hierarchical_allreduce_min_bytes
+                                : flat.hierarchy_min_bytes();
   HVD_LOG(kInfo) << "hierarchical allreduce (" << tag << "): " << plan.hosts << " hosts, "
                  << plan.local_ranks.size() << " ranks on this one, " << plan.shares
-                 << " cross-host streams per host" << (concurrent ? "" : ", not pipelined");
-  *data = std::make_shared<HierarchicalCpuComm>(*data, std::move(local), std::move(cross), plan,
-                                                concurrent, config.allreduce_chunk_bytes);
+                 << " cross-host streams per host, from " << min_bytes << " bytes"
+                 << (concurrent ? "" : ", not pipelined");
+  *data =
+      std::make_shared<HierarchicalCpuComm>(*data, std::move(local), std::move(cross), plan,
+                                            concurrent, config.allreduce_chunk_bytes, min_bytes);
   return Status::OK();
 }
 

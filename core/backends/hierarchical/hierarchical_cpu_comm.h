@@ -1,6 +1,7 @@
 // HVD_HIERARCHICAL_ALLREDUCE for host memory: a Comm decorator over a
 // process set's data communicator (MPI or Gloo). An allreduce runs in three
-// steps, chunk by chunk:
+// steps, chunk by chunk (allreduces too small to gain from it, which the
+// flat communicator's latency-bound algorithms run faster, stay flat):
 //   1. reduce-scatter inside the host (host-local communicator: shared
 //      memory under MPI, loopback under Gloo): local rank k < K gets the
 //      host's sum of share k of the chunk;
@@ -30,10 +31,11 @@ class HierarchicalCpuComm : public ForwardingComm {
   // `flat` spans the set (every call but allreduce goes there); `local` my
   // host's ranks; `cross` the carriers of my share (null when I carry none).
   // `concurrent`: local and cross may be used from two threads at once
-  // (Gloo; MPI with MPI_THREAD_MULTIPLE).
+  // (Gloo; MPI with MPI_THREAD_MULTIPLE). Allreduces of fewer than
+  // `min_bytes` go to `flat`.
   HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::unique_ptr<Comm> local,
                       std::unique_ptr<Comm> cross, const HostPlan& plan, bool concurrent,
-                      int64_t chunk_bytes);
+                      int64_t chunk_bytes, int64_t min_bytes);
 
   void SetAllreduceChunkBytes(int64_t bytes) override;
   // Fuse every size (the flat MPI Comm runs tensors from 1 MiB alone): each
@@ -75,6 +77,7 @@ class HierarchicalCpuComm : public ForwardingComm {
   HostPlan plan_;
   bool concurrent_;
   int64_t chunk_bytes_;
+  int64_t min_bytes_;
   std::vector<uint8_t> scratch_;            // two share slots, reused across calls
   std::unique_ptr<PipelineWorker> worker_;  // started on the first pipelined call
 };
