@@ -111,9 +111,10 @@ class Comm {
 // communicator). Root's *bytes replace *bytes everywhere; every rank gets
 // every rank's bytes in rank order.
 Status BroadcastBytes(Comm& comm, std::string* bytes, int root);
+Status AllgatherBytes(Comm& comm, const std::string& mine, std::vector<std::string>* all);
+
 // Comm::AllreduceStaged's default, on `comm`: fill everything, reduce, drain.
 Status AllreduceStagedInTurn(Comm& comm, const void* in, void* out, int64_t count, DataType dt,
                              ReduceOp op, const Comm::Stage& fill, const Comm::Stage& drain);
-Status AllgatherBytes(Comm& comm, const std::string& mine, std::vector<std::string>* all);
 
 }  // namespace hvd

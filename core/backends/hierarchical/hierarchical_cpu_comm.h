@@ -63,10 +63,10 @@ class HierarchicalCpuComm : public ForwardingComm {
   // Elements per local rank for a chunk of n elements: shares for the
   // carriers, nothing for the others.
   std::vector<int64_t> LocalCounts(int64_t n) const;
-  // Chunk c's host-local steps (fill then reduce-scatter into slot c % 2;
-  // allgather from it then drain).
   int64_t Mine(int64_t n) const;  // my share of a chunk of n elements
   uint8_t* Slot(int64_t c);       // chunk c's share slot in scratch_
+  // Chunk c's host-local steps (fill then reduce-scatter into slot c % 2;
+  // allgather from it then drain).
   Status Scatter(const Call& call, int64_t c);
   Status Gather(const Call& call, int64_t c);
   Status Serial(const Call& call);

@@ -22,8 +22,9 @@ std::vector<std::string> ParamFiles(const std::function<const char*(const char*)
     return files;
   }
   files.push_back("/etc/openmpi/openmpi-mca-params.conf");  // Debian's sysconfdir
-  if (const char* home = getenv("HOME"))
+  if (const char* home = getenv("HOME")) {
     files.push_back(std::string(home) + "/.openmpi/mca-params.conf");
+  }
   return files;
 }
 
