@@ -35,7 +35,7 @@ Status Comm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t 
   return Alltoallv(send, sends, recv, recvs);
 }
 
-Status Comm::OpenControlChannel(double, std::unique_ptr<ControlChannel>*) {
+Status Comm::OpenControlChannel(const ControlChannelOptions&, std::unique_ptr<ControlChannel>*) {
   return Status::Unsupported(std::string(backend_name()) +
                              " cannot carry negotiation messages (use a host backend)");
 }

@@ -102,8 +102,9 @@ class Comm {
   virtual void Abort() {}
 
   // Collective: the negotiation channel among this Comm's ranks (host
-  // backends only; `timeout_s` bounds its set-up).
-  virtual Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out);
+  // backends only).
+  virtual Status OpenControlChannel(const ControlChannelOptions& options,
+                                    std::unique_ptr<ControlChannel>* out);
 };
 
 // Set-up collectives over a host Comm's data calls, for the moments every

@@ -7,15 +7,18 @@
 //
 // How the set's loop waits for messages depends on the transport: a channel
 // over sockets gives file descriptors the loop can poll() next to its own
-// wake-up fd, so an idle rank sleeps in the kernel; a channel over MPI has
-// none (MPI cannot wake a sleeping thread), so the loop polls Receive while
-// it expects a message and sleeps otherwise.
+// wake-up fd, so an idle rank sleeps in the kernel and wakes the moment a
+// message arrives; a channel over MPI has none (MPI cannot wake a sleeping
+// thread), so the loop polls Receive in naps while it expects a message,
+// which costs latency and CPU. Host backends therefore use sockets where
+// every member reaches the coordinator (ControlChannelOptions).
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/common/config.h"
 #include "core/common/status.h"
 
 namespace hvd {
@@ -24,6 +27,15 @@ struct ChannelMessage {
   int from = -1;  // rank in the set
   std::string bytes;
   bool lost = false;  // the link to `from` broke; `bytes` says how
+};
+
+// What Comm::OpenControlChannel needs from the runtime.
+struct ControlChannelOptions {
+  double timeout_s = 30.0;  // bounds the set-up
+  // An address of this host the set's other ranks can reach; the
+  // coordinator's TCP listener binds to it (a backend may have its own).
+  std::string host = "127.0.0.1";
+  ControlChannelChoice transport = ControlChannelChoice::kAuto;
 };
 
 class ControlChannel {
@@ -51,6 +63,8 @@ class ControlChannel {
   virtual void PollFds(std::vector<PollFd>* out) const = 0;
   // True when arrivals are only seen by calling Receive (no descriptors).
   virtual bool needs_polling() const = 0;
+  // For the log: "TCP, coordinator at 10.0.0.1:4711", "MPI messages".
+  virtual std::string description() const = 0;
 
   // What messages call a peer: "rank 2 (host node3)" once the set's world
   // ranks and hosts are known (SetPeerNames), else "rank 2".

@@ -52,8 +52,9 @@ class ForwardingComm : public Comm {
     return inner_->Split(r, t, o);
   }
   void Abort() override { inner_->Abort(); }
-  Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override {
-    return inner_->OpenControlChannel(timeout_s, out);
+  Status OpenControlChannel(const ControlChannelOptions& options,
+                            std::unique_ptr<ControlChannel>* out) override {
+    return inner_->OpenControlChannel(options, out);
   }
 
  protected:

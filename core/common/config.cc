@@ -76,6 +76,11 @@ constexpr Choice<GpuOperations> kGpuOperations[] = {{"nccl", GpuOperations::kNcc
                                                     {"gloo", GpuOperations::kStaging},
                                                     {"auto", GpuOperations::kAuto},
                                                     {"", GpuOperations::kAuto}};
+constexpr Choice<ControlChannelChoice> kControlChannels[] = {
+    {"tcp", ControlChannelChoice::kTcp},
+    {"mpi", ControlChannelChoice::kBackend},
+    {"auto", ControlChannelChoice::kAuto},
+    {"", ControlChannelChoice::kAuto}};
 
 // One of a few names (any case) -> its value; `expected` lists them for the error.
 template <typename T, size_t N>
@@ -135,6 +140,8 @@ Status ParseBackends(Config* c) {
   ParseString("GLOO_IFACE", &c->gloo_iface);
   ParseString("GLOO_HOSTNAME", &c->gloo_hostname);
   HVD_RETURN_IF_ERROR(ParseBool("MPI_THREADS_DISABLE", &c->mpi_threads_disable));
+  HVD_RETURN_IF_ERROR(
+      ParseChoice("CONTROL_CHANNEL", kControlChannels, "auto, tcp or mpi", &c->control_channel));
   HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLREDUCE", &c->hierarchical_allreduce,
                                 &c->hierarchical_allreduce_fixed));
   HVD_RETURN_IF_ERROR(

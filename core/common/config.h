@@ -22,6 +22,12 @@ enum class BackendChoice { kAuto, kMpi, kGloo };
 // mean staging; the backend is HVD_CPU_OPERATIONS's). kAuto: NCCL when built.
 enum class GpuOperations { kAuto, kNccl, kStaging };
 
+// How a process set's negotiation messages travel (HVD_CONTROL_CHANNEL).
+// kAuto: TCP sockets when the set spans hosts and every member reaches the
+// coordinator, else the controller backend's own channel (MPI messages,
+// which the background thread polls); Gloo always uses TCP.
+enum class ControlChannelChoice { kAuto, kTcp, kBackend };
+
 // The chunk size for allreduces that stay inside one host (shared memory):
 // half the L2 cache, within [256 KiB, 4 MiB]. A chunk that stays in cache
 // while it is reduced beats a bigger one by 25-30% on this project's VM
@@ -68,6 +74,7 @@ struct Config {
   int64_t hierarchical_allreduce_min_bytes = -1;
   bool hierarchical_allgather = false;
   bool mpi_threads_disable = false;
+  ControlChannelChoice control_channel = ControlChannelChoice::kAuto;
   GpuOperations gpu_operations = GpuOperations::kAuto;
   double gpu_timeout_seconds = 600.0;  // a GPU collective's wait; 0: no limit
   bool elastic = false;

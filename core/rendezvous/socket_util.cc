@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 
@@ -112,7 +114,49 @@ Status ConnectOnce(const addrinfo* ai, Deadline deadline, UniqueFd* out, int* er
 
 }  // namespace
 
-Status ConnectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out) {
+namespace {
+
+// "10.0.0.0/24" -> network and mask (host order); false if not a subnet.
+bool ParseSubnet(const std::string& s, uint32_t* net, uint32_t* mask) {
+  const size_t slash = s.find('/');
+  if (slash == std::string::npos) return false;
+  in_addr a{};
+  if (inet_pton(AF_INET, s.substr(0, slash).c_str(), &a) != 1) return false;
+  char* end = nullptr;
+  const long bits = std::strtol(s.c_str() + slash + 1, &end, 10);
+  if (*end != '\0' || end == s.c_str() + slash + 1 || bits < 0 || bits > 32) return false;
+  *mask = bits == 0 ? 0 : ~uint32_t{0} << (32 - bits);
+  *net = ntohl(a.s_addr) & *mask;
+  return true;
+}
+
+}  // namespace
+
+Status InterfaceAddress(const std::string& interface, std::string* address) {
+  uint32_t net = 0, mask = 0;
+  const bool subnet = ParseSubnet(interface, &net, &mask);
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return Status::Backend("getifaddrs: " + ErrnoString(errno));
+  std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> guard(list, &freeifaddrs);
+  bool exists = false;
+  for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+    if (it->ifa_name == nullptr || (!subnet && interface != it->ifa_name)) continue;
+    exists = exists || !subnet;
+    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
+    const in_addr sin = reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr;
+    if (subnet && (ntohl(sin.s_addr) & mask) != net) continue;
+    char buf[INET_ADDRSTRLEN] = {0};
+    inet_ntop(AF_INET, &sin, buf, sizeof(buf));
+    *address = buf;
+    return Status::OK();
+  }
+  if (subnet) return Status::Invalid("no network interface has an address in " + interface);
+  return Status::Invalid("network interface '" + interface + "' " +
+                         (exists ? "has no IPv4 address" : "does not exist"));
+}
+
+Status ConnectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out,
+                  bool retry_refused) {
   if (port <= 0 || port > 65535) {
     return Status::Invalid("invalid port " + std::to_string(port));
   }
@@ -136,7 +180,7 @@ Status ConnectTcp(const std::string& host, int port, Deadline deadline, UniqueFd
       if (last.ok()) return last;
     }
     // Only "nobody listening yet" is worth retrying.
-    bool retry = err == ECONNREFUSED || err == ETIMEDOUT || err == EAGAIN;
+    bool retry = (err == ECONNREFUSED && retry_refused) || err == ETIMEDOUT || err == EAGAIN;
     if (!retry) return Status::Backend("cannot connect to " + where + ": " + last.message());
     if (deadline.Expired()) {
       return Status::Timeout("cannot connect to " + where +

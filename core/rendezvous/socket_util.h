@@ -66,14 +66,21 @@ std::string PeerAddress(int fd);
 
 Status SetNonBlocking(int fd);
 
-// Resolves host (name or literal, IPv4 or IPv6) and connects, retrying
-// refused connections until the deadline: the server may still be starting.
 // The local IP address the kernel would use to reach host:port (a UDP
 // connect() only selects a route; no packet is sent). Used to tell peers
 // where to find this process.
 Status LocalAddressTowards(const std::string& host, const std::string& port, std::string* ip);
 
-Status ConnectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out);
+// This host's IPv4 address on `interface`: a name ("eth0"), or a subnet
+// ("10.0.0.0/24", as Open MPI's btl_tcp_if_include takes it), matched by
+// the first address inside it.
+Status InterfaceAddress(const std::string& interface, std::string* address);
+
+// Resolves host (name or literal, IPv4 or IPv6) and connects, retrying
+// refused connections until the deadline: the server may still be starting
+// (`retry_refused` false: it is known to listen already, so fail at once).
+Status ConnectTcp(const std::string& host, int port, Deadline deadline, UniqueFd* out,
+                  bool retry_refused = true);
 
 // Writes all of data (blocking or non-blocking fd) before the deadline.
 Status SendAll(int fd, const void* data, size_t size, Deadline deadline);

@@ -80,6 +80,8 @@ class Runtime {
   Status ComputeTopology(Comm* comm);
   Status AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id);
   Status RemoveProcessSet(int32_t id);
+  // Collective over ps's controller Comm; `tag` names the set in the log.
+  Status OpenChannel(ProcessSet& ps, const std::string& tag);
   void StartLoop(ProcessSet& ps);
   void StopAll(const Status& why);
   ProcessSet* FindSet(int32_t id);  // sets_mu_ held

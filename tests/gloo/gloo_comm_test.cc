@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backends/tcp/tcp_channel.h"
 #include "core/common/half.h"
 #include "tests/gloo/gloo_test_util.h"
 
@@ -188,6 +189,12 @@ TEST_P(GlooAlgorithms, AllreduceAroundTheBcubeThreshold) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooAlgorithms, ::testing::Values(3, 6, 8));
 
+ControlChannelOptions Opts() {
+  ControlChannelOptions o;
+  o.timeout_s = 10;
+  return o;
+}
+
 std::string Payload(int rank) {
   // Rank 1 contributes nothing: empty strings must survive every path.
   if (rank == 1) return std::string();
@@ -202,7 +209,7 @@ TEST_P(GlooSizes, ControlChannelStar) {
   Comms comms = MakeComms(n);
   RunAll(comms, [&](GlooComm& c) {
     std::unique_ptr<ControlChannel> ch;
-    Status s = c.OpenControlChannel(10, &ch);
+    Status s = c.OpenControlChannel(Opts(), &ch);
     ASSERT_TRUE(s.ok()) << s.message();
     ASSERT_EQ(ch->rank(), c.rank());
     ASSERT_FALSE(ch->needs_polling());
@@ -239,7 +246,7 @@ TEST(GlooComm, ControlChannelReportsALostMember) {
   Comms comms = MakeComms(3);
   std::vector<std::unique_ptr<ControlChannel>> channels(3);
   RunAll(comms, [&](GlooComm& c) {
-    ASSERT_TRUE(c.OpenControlChannel(10, &channels[static_cast<size_t>(c.rank())]).ok());
+    ASSERT_TRUE(c.OpenControlChannel(Opts(), &channels[static_cast<size_t>(c.rank())]).ok());
   });
   channels[0]->SetPeerNames({"rank 0 (host a)", "rank 1 (host b)", "rank 2 (host c)"});
   channels[2].reset();
@@ -254,6 +261,31 @@ TEST(GlooComm, ControlChannelReportsALostMember) {
   EXPECT_NE(got[0].bytes.find("rank 2 (host c, 127.0.0.1:"), std::string::npos) << got[0].bytes;
   EXPECT_EQ(channels[0]->Send(2, "x").code(), Code::kPeerLost);
   EXPECT_TRUE(channels[0]->Send(1, "still here").ok());
+}
+
+// A coordinator that cannot listen fails the set-up on every rank at once,
+// with the same verdict, so that a backend can fall back to its own channel
+// together (MPI does).
+TEST(GlooComm, ControlChannelSetUpFailsEverywhereTogether) {
+  Comms comms = MakeComms(3);
+  RunAll(comms, [&](GlooComm& c) {
+    std::unique_ptr<ControlChannel> ch;
+    bool unreachable = false;
+    // TEST-NET-3: not an address of this machine, so bind() fails.
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = TcpChannel::Create(&c, "203.0.113.7", 10, &ch, &unreachable);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    EXPECT_EQ(s.code(), Code::kBackend);
+    EXPECT_TRUE(unreachable);
+    EXPECT_EQ(ch, nullptr);
+    EXPECT_EQ(s.message().rfind("control channel: the coordinator (rank 0) cannot listen", 0), 0u)
+        << s.message();
+    // The Comm is still usable, and a second try on a good address works.
+    ASSERT_TRUE(TcpChannel::Create(&c, "127.0.0.1", 10, &ch, &unreachable).ok());
+    EXPECT_FALSE(unreachable);
+    EXPECT_EQ(ch->description().rfind("TCP, coordinator at 127.0.0.1:", 0), 0u)
+        << ch->description();
+  });
 }
 
 TEST_P(GlooSizes, BroadcastAndAllgatherBytes) {

@@ -9,7 +9,9 @@
 # MPI_THREAD_MULTIPLE), from the backend's own minimum size (smaller
 # allreduces stay flat); =0 turns it off. MPI's unset case runs with 2 MiB chunks, so that its
 # cross-host ring (core/backends/mpi/mpi_ring_allreduce.cc) sends several
-# pieces per block. The hosts come from scripts/netns_cluster.sh, unshaped,
+# pieces per block. On MPI it also checks the negotiation channel: TCP
+# sockets, or MPI messages when a rank cannot reach the coordinator. The
+# hosts come from scripts/netns_cluster.sh, unshaped,
 # under their own names (hvdht-*) and addresses (10.214.0.0/24).
 #
 #   hierarchical_test.sh NETNS_CLUSTER HVDRUN TEST_PROGRAM WITH_GLOO WITH_MPI
@@ -85,6 +87,32 @@ check() {
   echo "ok: $1"
 }
 
+# count PATTERN: lines of the last run's output and errors that match.
+count() {
+  cat "$TMP/out" "$TMP/err" | grep -c "$1"
+}
+
+# MPI negotiates over TCP sockets when every rank reaches the coordinator
+# (the last run: on its address in the cluster's subnet), falls back to MPI
+# messages together when some cannot (the coordinator announced on
+# loopback: the ranks of the other host are refused), and fails init with
+# the reason when TCP was demanded.
+check_mpi_control_channel() {
+  n=$(count 'control channel (world): TCP, coordinator at 10\.214\.0\.')
+  [ "$n" = 4 ] || fail "mpi: $n of 4 ranks negotiate over TCP on the cluster's subnet"
+  run mpi 4 "$H1:2,$H2:2" HVD_GLOO_IFACE=lo || fail "mpi np=4, coordinator on lo: exit code $?"
+  check "mpi np=4 -H $H1:2,$H2:2, coordinator on lo" 4 1
+  n=$(count 'control channel (world): MPI messages, polled')
+  [ "$n" = 4 ] || fail "mpi, coordinator on lo: $n of 4 ranks fell back to MPI messages"
+  n=$(count 'rank(s) 2, 3 could not reach the coordinator (rank 0) at 127\.0\.0\.1:.*; negotiating over MPI')
+  [ "$n" -ge 1 ] || fail "mpi, coordinator on lo: no warning naming ranks 2 and 3 and the address"
+  echo "ok: mpi falls back to MPI messages when ranks cannot reach the coordinator"
+  run mpi 4 "$H1:2,$H2:2" HVD_GLOO_IFACE=lo HVD_CONTROL_CHANNEL=tcp && fail "mpi: HVD_CONTROL_CHANNEL=tcp on lo succeeded"
+  n=$(count 'hvd_init failed: .*control channel: rank(s) 2, 3 could not reach the coordinator (rank 0) at 127\.0\.0\.1:')
+  [ "$n" = 1 ] || fail "mpi: HVD_CONTROL_CHANNEL=tcp on lo: rank 0's init did not fail naming ranks 2 and 3"
+  echo "ok: mpi with HVD_CONTROL_CHANNEL=tcp fails init when ranks cannot reach the coordinator"
+}
+
 H1=hvdht-h1 H2=hvdht-h2 H3=hvdht-h3
 for backend in gloo mpi; do
   if [ "$backend" = gloo ] && [ "$WITH_GLOO" != 1 ]; then
@@ -111,5 +139,6 @@ for backend in gloo mpi; do
   fi
   run "$backend" 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=0 || fail "$backend np=4 flat: exit code $?"
   check "$backend np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE=0" 4 0
+  [ "$backend" = mpi ] && check_mpi_control_channel
 done
 echo "PASS: hierarchical"

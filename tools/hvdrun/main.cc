@@ -8,6 +8,7 @@
 
 #include "core/rendezvous/kv_protocol.h"
 #include "core/rendezvous/kv_server.h"
+#include "core/rendezvous/socket_util.h"
 #include "tools/hvdrun/check_build.h"
 #include "tools/hvdrun/child_io.h"
 #include "tools/hvdrun/command.h"
@@ -114,7 +115,7 @@ int Main(int argc, char** argv) {
   std::string bind_addr = "127.0.0.1";
   std::string advertised = "127.0.0.1";
   if (!options.network_interface.empty()) {
-    s = InterfaceAddress(options.network_interface, &advertised);
+    s = rendezvous::InterfaceAddress(options.network_interface, &advertised);
     if (!s.ok()) return Fail(s, 2);
     bind_addr = advertised;
   } else if (!remote_hosts.empty()) {

@@ -12,9 +12,6 @@ namespace run {
 // localhost, 127.0.0.1, ::1 or this machine's host name (short or full).
 bool IsLocalHost(const std::string& host);
 
-// The IPv4 address of a network interface ("eth0" -> "10.0.0.5").
-Status InterfaceAddress(const std::string& interface, std::string* address);
-
 // The local address the kernel would use to reach host: connecting a UDP
 // socket sends nothing, it only picks the route and the source address.
 Status RouteAddressTo(const std::string& host, std::string* address);

@@ -379,9 +379,10 @@ Status GlooComm::Split(const std::vector<int>& ranks, const std::string& tag,
   return Status::OK();
 }
 
-Status GlooComm::OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) {
+Status GlooComm::OpenControlChannel(const ControlChannelOptions& options,
+                                    std::unique_ptr<ControlChannel>* out) {
   HVD_RETURN_IF_ERROR(broken_);
-  return TcpChannel::Create(this, shared_->control_host, timeout_s, out);
+  return TcpChannel::Create(this, shared_->control_host, options.timeout_s, out);
 }
 
 }  // namespace hvd

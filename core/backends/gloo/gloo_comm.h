@@ -80,7 +80,9 @@ class GlooComm : public Comm {
                   int peer) override;
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
-  Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override;
+  // TCP sockets on Gloo's own address (its pairs can only be waited on).
+  Status OpenControlChannel(const ControlChannelOptions& options,
+                            std::unique_ptr<ControlChannel>* out) override;
 
   const std::string& prefix() const { return prefix_; }
 

@@ -1,11 +1,7 @@
 #include "core/backends/gloo/gloo_world.h"
 
-#include <arpa/inet.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
-#include <ifaddrs.h>
-#include <netdb.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -49,19 +45,8 @@ Status DeviceAttr(const Config& config, ::gloo::transport::tcp::attr* attr) {
 // uses (for an interface, its first IPv4 address).
 std::string ControlHost(const ::gloo::transport::tcp::attr& attr) {
   if (attr.iface.empty()) return attr.hostname;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return "127.0.0.1";
   std::string ip = "127.0.0.1";
-  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET || attr.iface != a->ifa_name) continue;
-    char buf[INET_ADDRSTRLEN] = {0};
-    if (inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf,
-                  sizeof(buf))) {
-      ip = buf;
-      break;
-    }
-  }
-  freeifaddrs(list);
+  rendezvous::InterfaceAddress(attr.iface, &ip);
   return ip;
 }
 

@@ -41,6 +41,7 @@ class MpiChannel : public ControlChannel {
   Status Receive(std::vector<ChannelMessage>* out) override;
   void PollFds(std::vector<PollFd>*) const override {}
   bool needs_polling() const override { return size_ > 1; }
+  std::string description() const override { return "MPI messages, polled"; }
 
  private:
   struct Outgoing {

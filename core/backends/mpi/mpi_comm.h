@@ -1,6 +1,7 @@
 // hvd::Comm over an MPI communicator (Open MPI): the blocking MPI
 // collectives (the fastest path; a stalled peer is caught by the runtime's
-// operation deadline). Negotiation runs on an MpiChannel over a duplicate.
+// operation deadline). Negotiation runs on TCP sockets, or on an MpiChannel
+// over a duplicate where sockets do not reach.
 #pragma once
 
 #include <mpi.h>
@@ -44,7 +45,10 @@ class MpiComm : public Comm {
                   int peer) override;
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
-  Status OpenControlChannel(double timeout_s, std::unique_ptr<ControlChannel>* out) override;
+  // TCP sockets (options.host) unless options say MPI or, by default, some
+  // member cannot reach the coordinator: then MPI messages (MpiChannel).
+  Status OpenControlChannel(const ControlChannelOptions& options,
+                            std::unique_ptr<ControlChannel>* out) override;
   void Abort() override { MPI_Abort(comm_, 1); }
 
   // From now on Allreduce runs as MpiRingAllreduce (nonblocking pieces,
