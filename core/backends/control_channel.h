@@ -63,7 +63,7 @@ class ControlChannel {
   virtual void PollFds(std::vector<PollFd>* out) const = 0;
   // True when arrivals are only seen by calling Receive (no descriptors).
   virtual bool needs_polling() const = 0;
-  // For the log: "TCP, coordinator at 10.0.0.1:4711", "MPI messages".
+  // For the log: "TCP, coordinator at 10.0.0.1:4711", "MPI messages, polled".
   virtual std::string description() const = 0;
 
   // What messages call a peer: "rank 2 (host node3)" once the set's world

@@ -111,6 +111,14 @@ check_mpi_control_channel() {
   n=$(count 'hvd_init failed: .*control channel: rank(s) 2, 3 could not reach the coordinator (rank 0) at 127\.0\.0\.1:')
   [ "$n" = 1 ] || fail "mpi: HVD_CONTROL_CHANNEL=tcp on lo: rank 0's init did not fail naming ranks 2 and 3"
   echo "ok: mpi with HVD_CONTROL_CHANNEL=tcp fails init when ranks cannot reach the coordinator"
+  # Open MPI's default TCP flags (as under mpi4py): the ring's pieces fit
+  # the eager limit, and every result is still exact.
+  run mpi 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=1 HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES=0 \
+    OMPI_MCA_btl_tcp_flags=send,put,inplace,need-ack,need-csum,hetero-rdma ||
+    fail "mpi np=4 with Open MPI's default TCP flags: exit code $?"
+  check "mpi np=4 -H $H1:2,$H2:2 with Open MPI's default TCP flags" 4 1 0
+  n=$(count 'the cross-host ring sends pieces of 61440 bytes, within its eager limit')
+  [ "$n" -ge 1 ] || fail "mpi with Open MPI's default TCP flags: the ring's pieces are not eager-sized"
 }
 
 H1=hvdht-h1 H2=hvdht-h2 H3=hvdht-h3

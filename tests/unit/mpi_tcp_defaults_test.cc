@@ -54,6 +54,17 @@ TEST(DuplexTcp, MpiParamFilesReplaceTheDefaults) {
   EXPECT_FALSE(Want({{"OMPI_MCA_mca_param_files", "/a:/b"}}, files));
 }
 
+// The cross-host ring's pieces: eager-sized under the put flag (Open MPI's
+// default, 0x3f with send, inplace and the checks), else the preferred size.
+TEST(RingPieceBytes, EagerSizedOnlyUnderPut) {
+  EXPECT_EQ(RingPieceBytesFor(0x3f, 65536, 262144), 61440);
+  EXPECT_EQ(RingPieceBytesFor(0x2, 131072, 262144), 122880);
+  EXPECT_EQ(RingPieceBytesFor(0x2, 1 << 20, 262144), 262144);  // never larger
+  EXPECT_EQ(RingPieceBytesFor(0x1, 65536, 262144), 262144);    // send only
+  EXPECT_EQ(RingPieceBytesFor(-1, 65536, 262144), 262144);     // not Open MPI's TCP
+  EXPECT_EQ(RingPieceBytesFor(0x3f, -1, 262144), 262144);
+}
+
 }  // namespace
 }  // namespace hvd
 #endif

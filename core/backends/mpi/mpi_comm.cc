@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/backends/mpi/mpi_channel.h"
+#include "core/backends/mpi/mpi_tcp_defaults.h"
 #include "core/backends/registry.h"
 #include "core/backends/tcp/tcp_channel.h"
 #include "core/common/logging.h"
@@ -169,6 +170,16 @@ Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
   return Status::OK();
 }
 
+void MpiComm::UseRingAllreduce() {
+  const int64_t piece = RingPieceBytes(MpiRingAllreduce::kDefaultPieceBytes);
+  if (piece != MpiRingAllreduce::kDefaultPieceBytes && rank_ == 0) {
+    HVD_LOG(kInfo) << "MPI: Open MPI's TCP transport runs with its emulated RDMA put "
+                      "(btl_tcp_flags): the cross-host ring sends pieces of "
+                   << piece << " bytes, within its eager limit";
+  }
+  ring_ = std::make_unique<MpiRingAllreduce>(piece);
+}
+
 bool MpiUseRingAllreduce(Comm* comm) {
   auto* mpi = dynamic_cast<MpiComm*>(comm);
   if (mpi) mpi->UseRingAllreduce();
@@ -179,8 +190,8 @@ Status MpiComm::OpenControlChannel(const ControlChannelOptions& options,
                                    std::unique_ptr<ControlChannel>* out) {
   if (options.transport != ControlChannelChoice::kBackend) {
     // Sockets wake the background thread the moment a message arrives; MPI
-    // messages must be polled (0.3 ms more per small allreduce at 2 hosts,
-    // 1 ms at 4 in docs/scaling.md). By default a member that cannot reach
+    // messages must be polled (0.1-0.2 ms more per small allreduce at 2
+    // hosts, 1 ms at 4: docs/scaling.md). By default a member that cannot reach
     // the coordinator soon is not worth waiting for: every rank falls back.
     const bool forced = options.transport == ControlChannelChoice::kTcp;
     const double timeout = forced ? options.timeout_s : std::min(options.timeout_s, 10.0);

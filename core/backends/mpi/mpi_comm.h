@@ -54,7 +54,7 @@ class MpiComm : public Comm {
   // From now on Allreduce runs as MpiRingAllreduce (nonblocking pieces,
   // waits by sleeping) instead of MPI_Allreduce: for the cross-host step of
   // hierarchical allreduce, which runs beside another thread's MPI calls.
-  void UseRingAllreduce() { ring_ = std::make_unique<MpiRingAllreduce>(); }
+  void UseRingAllreduce();
 
  private:
   Status Check(int rc, const char* what);

@@ -8,6 +8,7 @@
 // default in its own environment first, by the same rule.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -24,5 +25,19 @@ bool WantDuplexTcp(const std::function<const char*(const char*)>& getenv,
 // Before MPI_Init (Open MPI only): sets OMPI_MCA_btl_tcp_flags=send in this
 // process's environment where WantDuplexTcp says so. Returns whether it did.
 bool PreferDuplexTcp();
+
+// Where MPI was initialised by someone else (mpi4py) the flags are Open
+// MPI's default, put included. Messages within its eager limit go by send
+// even so, both ways at once: pieces that small (61440 bytes of the default
+// 65536) took W2 through the hierarchy at 2 hosts from 1154-1379 ms to
+// 888-939 ms, as fast as with `send` (docs/scaling.md).
+//
+// The piece size for hvd's cross-host ring given Open MPI's btl_tcp_flags
+// and btl_tcp_eager_limit (negative: unknown): eager-sized when the flags
+// have put (0x2), else `preferred`.
+int64_t RingPieceBytesFor(long long tcp_flags, long long eager_limit, int64_t preferred);
+// The same for the values this process's Open MPI runs with, read through
+// the MPI tool interface (after MPI_Init).
+int64_t RingPieceBytes(int64_t preferred);
 
 }  // namespace hvd
