@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "core/backends/mpi/mpi_cvar.h"
 
 namespace hvd {
 namespace {
@@ -44,46 +45,6 @@ bool FileSets(const std::string& text, const std::string& name) {
   return false;
 }
 
-// Open MPI's control variable `name` as an integer, or -1 where it has none
-// (another MPI, or the TCP transport not opened).
-long long ReadCvar(const char* name) {
-  int provided = 0, count = 0;
-  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return -1;
-  MPI_T_cvar_get_num(&count);
-  long long value = -1;
-  for (int i = 0; i < count && value < 0; ++i) {
-    char n[256], desc[256];
-    int nlen = sizeof n, dlen = sizeof desc, verbosity = 0, bind = 0, scope = 0, elements = 0;
-    MPI_Datatype dt;
-    MPI_T_enum en;
-    if (MPI_T_cvar_get_info(i, n, &nlen, &verbosity, &dt, &en, desc, &dlen, &bind, &scope) !=
-            MPI_SUCCESS ||
-        std::strcmp(n, name) != 0) {
-      continue;
-    }
-    MPI_T_cvar_handle h;
-    if (MPI_T_cvar_handle_alloc(i, nullptr, &h, &elements) != MPI_SUCCESS) continue;
-    if (elements == 1) {
-      unsigned char buf[32] = {0};  // room for any integer type
-      if (MPI_T_cvar_read(h, buf) == MPI_SUCCESS) {
-        if (dt == MPI_UNSIGNED || dt == MPI_INT) {
-          unsigned v = 0;
-          std::memcpy(&v, buf, sizeof(v));
-          value = v;
-        } else if (dt == MPI_UNSIGNED_LONG || dt == MPI_LONG || dt == MPI_UNSIGNED_LONG_LONG ||
-                   dt == MPI_LONG_LONG) {
-          unsigned long long v = 0;
-          std::memcpy(&v, buf, sizeof(v));
-          value = static_cast<long long>(v);
-        }
-      }
-    }
-    MPI_T_cvar_handle_free(&h);
-  }
-  MPI_T_finalize();
-  return value;
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;
@@ -115,7 +76,8 @@ int64_t RingPieceBytesFor(long long tcp_flags, long long eager_limit, int64_t pr
 }
 
 int64_t RingPieceBytes(int64_t preferred) {
-  return RingPieceBytesFor(ReadCvar("btl_tcp_flags"), ReadCvar("btl_tcp_eager_limit"), preferred);
+  return RingPieceBytesFor(ReadMpiCvar("btl_tcp_flags"), ReadMpiCvar("btl_tcp_eager_limit"),
+                           preferred);
 }
 
 bool PreferDuplexTcp() {
