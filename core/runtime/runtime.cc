@@ -179,7 +179,8 @@ Status Runtime::OpenChannel(ProcessSet& ps, const std::string& tag) {
   o.timeout_s = config_.gloo_timeout_seconds;
   o.transport = config_.control_channel;
   // Inside one host MPI's own messages answer sooner (shared memory, and
-  // the loop polls while it waits: 31 against 52 us per small allreduce).
+  // the loop polls while it waits: 31-34 against 43-52 us per small
+  // allreduce, docs/scaling.md).
   const auto on_host = [&](int32_t r) { return hosts_[r] == hosts_[ps.ranks[0]]; };
   if (o.transport == ControlChannelChoice::kAuto &&
       std::all_of(ps.ranks.begin(), ps.ranks.end(), on_host)) {
