@@ -82,6 +82,11 @@ constexpr Choice<ControlChannelChoice> kControlChannels[] = {
     {"auto", ControlChannelChoice::kAuto},
     {"", ControlChannelChoice::kAuto}};
 
+constexpr Choice<CrossTransport> kCrossTransports[] = {{"tcp", CrossTransport::kTcp},
+                                                       {"backend", CrossTransport::kBackend},
+                                                       {"auto", CrossTransport::kAuto},
+                                                       {"", CrossTransport::kAuto}};
+
 // One of a few names (any case) -> its value; `expected` lists them for the error.
 template <typename T, size_t N>
 Status ParseChoice(const char* suffix, const Choice<T> (&choices)[N], const char* expected, T* out,
@@ -146,6 +151,8 @@ Status ParseBackends(Config* c) {
                                 &c->hierarchical_allreduce_fixed));
   HVD_RETURN_IF_ERROR(
       ParseInt("HIERARCHICAL_ALLREDUCE_MIN_BYTES", 0, &c->hierarchical_allreduce_min_bytes));
+  HVD_RETURN_IF_ERROR(ParseChoice("HIERARCHICAL_CROSS", kCrossTransports, "auto, tcp or backend",
+                                  &c->hierarchical_cross));
   HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLGATHER", &c->hierarchical_allgather,
                                 &c->hierarchical_allgather_fixed));
   HVD_RETURN_IF_ERROR(

@@ -28,6 +28,12 @@ enum class GpuOperations { kAuto, kNccl, kStaging };
 // which the background thread polls); Gloo always uses TCP.
 enum class ControlChannelChoice { kAuto, kTcp, kBackend };
 
+// How hierarchical allreduce's cross-host step moves bytes
+// (HVD_HIERARCHICAL_CROSS): a ring on hvd's own TCP sockets, or the
+// backend's allreduce (MPI: MpiRingAllreduce; Gloo: its ring). kAuto: TCP
+// where every carrier reaches its neighbour, else the backend.
+enum class CrossTransport { kAuto, kTcp, kBackend };
+
 // The chunk size for allreduces that stay inside one host (shared memory):
 // half the L2 cache, within [256 KiB, 4 MiB]. A chunk that stays in cache
 // while it is reduced beats a bigger one by 25-30% on this project's VM
@@ -75,6 +81,7 @@ struct Config {
   bool hierarchical_allgather = false;
   bool mpi_threads_disable = false;
   ControlChannelChoice control_channel = ControlChannelChoice::kAuto;
+  CrossTransport hierarchical_cross = CrossTransport::kAuto;
   GpuOperations gpu_operations = GpuOperations::kAuto;
   double gpu_timeout_seconds = 600.0;  // a GPU collective's wait; 0: no limit
   bool elastic = false;

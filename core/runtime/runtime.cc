@@ -165,13 +165,25 @@ Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* o
     config_.allreduce_chunk_bytes = HostLocalChunkBytes();
   }
   HVD_RETURN_IF_ERROR(
-      MaybeHierarchicalCpu(config_, config_.launch.host, "world", &world->data_comm));
+      MaybeHierarchicalCpu(config_, config_.launch.host, BindHost(), "world", &world->data_comm));
   for (int r = 0; r < topo_.size; ++r) world->ranks.push_back(r);
   HVD_RETURN_IF_ERROR(OpenChannel(*world, "world"));
   controller_name_ = ctrl_entry->name;
   data_name_ = data_entry->name;
   *out = std::move(world);
   return Status::OK();
+}
+
+// Where this rank's sockets listen (the control channel's coordinator, the
+// cross-host ring): the interface the user named for Gloo (hvdrun
+// --network-interface), else an address the others can reach.
+std::string Runtime::BindHost() const {
+  std::string host;
+  if (!config_.gloo_iface.empty() && rendezvous::InterfaceAddress(config_.gloo_iface, &host).ok()) {
+    return host;
+  }
+  return config_.gloo_hostname.empty() ? ReachableAddress(config_.launch.rendezvous)
+                                       : config_.gloo_hostname;
 }
 
 Status Runtime::OpenChannel(ProcessSet& ps, const std::string& tag) {
@@ -186,14 +198,7 @@ Status Runtime::OpenChannel(ProcessSet& ps, const std::string& tag) {
       std::all_of(ps.ranks.begin(), ps.ranks.end(), on_host)) {
     o.transport = ControlChannelChoice::kBackend;
   }
-  // Where the coordinator listens: the interface the user named for Gloo
-  // (hvdrun --network-interface), else an address the others can reach.
-  const bool named =
-      !config_.gloo_iface.empty() && rendezvous::InterfaceAddress(config_.gloo_iface, &o.host).ok();
-  if (!named) {
-    o.host = config_.gloo_hostname.empty() ? ReachableAddress(config_.launch.rendezvous)
-                                           : config_.gloo_hostname;
-  }
+  o.host = BindHost();
   HVD_RETURN_IF_ERROR(ps.controller_comm->OpenControlChannel(o, &ps.channel));
   HVD_LOG(kInfo) << "control channel (" << tag << "): " << ps.channel->description();
   return Status::OK();
@@ -389,7 +394,8 @@ Status Runtime::AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id) {
       HVD_RETURN_IF_ERROR(world->data_comm->Split(ps->ranks, tag + ".data", &c));
       ps->data_comm = std::shared_ptr<Comm>(std::move(c));
     }
-    HVD_RETURN_IF_ERROR(MaybeHierarchicalCpu(config_, config_.launch.host, tag, &ps->data_comm));
+    HVD_RETURN_IF_ERROR(
+        MaybeHierarchicalCpu(config_, config_.launch.host, BindHost(), tag, &ps->data_comm));
     HVD_RETURN_IF_ERROR(OpenChannel(*ps, tag));
     StartLoop(*ps);
   }

@@ -82,6 +82,7 @@ class Runtime {
   Status RemoveProcessSet(int32_t id);
   // Collective over ps's controller Comm; `tag` names the set in the log.
   Status OpenChannel(ProcessSet& ps, const std::string& tag);
+  std::string BindHost() const;
   void StartLoop(ProcessSet& ps);
   void StopAll(const Status& why);
   ProcessSet* FindSet(int32_t id);  // sets_mu_ held

@@ -9,7 +9,10 @@
 # MPI_THREAD_MULTIPLE), from the backend's own minimum size (smaller
 # allreduces stay flat); =0 turns it off. MPI's unset case runs with 2 MiB chunks, so that its
 # cross-host ring (core/backends/mpi/mpi_ring_allreduce.cc) sends several
-# pieces per block. On MPI it also checks the negotiation channel: TCP
+# pieces per block. The cross-host step runs on hvd's TCP ring by default
+# (every rank that carries a share says so) and on the backend's allreduce
+# with HVD_HIERARCHICAL_CROSS=backend. On MPI it also checks the negotiation
+# channel and the ring's set-up when ranks cannot reach each other: TCP
 # sockets, or MPI messages when a rank cannot reach the coordinator. The
 # hosts come from scripts/netns_cluster.sh, unshaped,
 # under their own names (hvdht-*) and addresses (10.214.0.0/24).
@@ -69,8 +72,9 @@ run() {
   fi
 }
 
-# check WHAT NP HIERARCHICAL(1|0) [MIN_BYTES]: every rank passed; all or
-# none used it; all with allreduces from MIN_BYTES bytes.
+# check WHAT NP HIERARCHICAL(1|0) [MIN_BYTES [ACROSS]]: every rank passed;
+# all or none used it; all with allreduces from MIN_BYTES bytes; every rank
+# that carries a share crosses hosts on ACROSS (default "a TCP ring").
 check() {
   passed=$(grep -c '<stdout>:.*\[  PASSED  \]' "$TMP/out")
   [ "$passed" = "$2" ] || fail "$1: $passed of $2 ranks reported PASSED"
@@ -81,6 +85,11 @@ check() {
       from=$(cat "$TMP/out" "$TMP/err" | grep -c "hierarchical allreduce (world): .*, from $4 bytes")
       [ "$from" = "$2" ] || fail "$1: $from of $2 ranks run the hierarchy from $4 bytes"
     fi
+    across=${5:-a TCP ring}
+    n=$(cat "$TMP/out" "$TMP/err" | grep -c "hierarchical allreduce (world): .*, across on $across")
+    idle=$(cat "$TMP/out" "$TMP/err" | grep -c "hierarchical allreduce (world): .*, carrying no share")
+    [ "$n" -ge 2 ] && [ $((n + idle)) = "$2" ] ||
+      fail "$1: $n ranks cross on $across and $idle carry no share, of $2"
   else
     [ "$used" = 0 ] || fail "$1: hierarchical allreduce used although turned off"
   fi
@@ -101,16 +110,28 @@ check_mpi_control_channel() {
   n=$(count 'control channel (world): TCP, coordinator at 10\.214\.0\.')
   [ "$n" = 4 ] || fail "mpi: $n of 4 ranks negotiate over TCP on the cluster's subnet"
   run mpi 4 "$H1:2,$H2:2" HVD_GLOO_IFACE=lo || fail "mpi np=4, coordinator on lo: exit code $?"
-  check "mpi np=4 -H $H1:2,$H2:2, coordinator on lo" 4 1
+  check "mpi np=4 -H $H1:2,$H2:2, coordinator and rings on lo" 4 1 2097152 MPI
   n=$(count 'control channel (world): MPI messages, polled')
   [ "$n" = 4 ] || fail "mpi, coordinator on lo: $n of 4 ranks fell back to MPI messages"
   n=$(count 'rank(s) 2, 3 could not reach the coordinator (rank 0) at 127\.0\.0\.1:.*; negotiating over MPI')
   [ "$n" -ge 1 ] || fail "mpi, coordinator on lo: no warning naming ranks 2 and 3 and the address"
   echo "ok: mpi falls back to MPI messages when ranks cannot reach the coordinator"
+  # The same run's cross-host rings announced loopback addresses too: their
+  # set-up failed on every carrier together, which fell back to MPI.
+  n=$(count 'hierarchical allreduce (world): .*across on MPI')
+  [ "$n" = 4 ] || fail "mpi, rings on lo: $n of 4 ranks fell back to MPI for the cross-host step"
+  n=$(count 'cross-host ring: .*cannot reach rank [0-3] at 127\.0\.0\.1:.*; the cross-host step of this share runs on MPI instead')
+  [ "$n" -ge 1 ] || fail "mpi, rings on lo: no warning naming the neighbour and its address"
+  echo "ok: mpi's cross-host step falls back to MPI when the ring cannot connect"
   run mpi 4 "$H1:2,$H2:2" HVD_GLOO_IFACE=lo HVD_CONTROL_CHANNEL=tcp && fail "mpi: HVD_CONTROL_CHANNEL=tcp on lo succeeded"
   n=$(count 'hvd_init failed: .*control channel: rank(s) 2, 3 could not reach the coordinator (rank 0) at 127\.0\.0\.1:')
   [ "$n" = 1 ] || fail "mpi: HVD_CONTROL_CHANNEL=tcp on lo: rank 0's init did not fail naming ranks 2 and 3"
   echo "ok: mpi with HVD_CONTROL_CHANNEL=tcp fails init when ranks cannot reach the coordinator"
+  run mpi 4 "$H1:2,$H2:2" HVD_GLOO_IFACE=lo HVD_HIERARCHICAL_CROSS=tcp &&
+    fail "mpi: HVD_HIERARCHICAL_CROSS=tcp on lo succeeded"
+  n=$(count 'hvd_init failed: .*hierarchical allreduce: cross-host ring: .*(HVD_HIERARCHICAL_CROSS=tcp')
+  [ "$n" -ge 1 ] || fail "mpi: HVD_HIERARCHICAL_CROSS=tcp on lo: init did not fail naming the ring"
+  echo "ok: mpi with HVD_HIERARCHICAL_CROSS=tcp fails init when the ring cannot connect"
   # Open MPI's default TCP flags (as under mpi4py): the ring's pieces fit
   # the eager limit, and every result is still exact.
   run mpi 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=1 HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES=0 \
@@ -145,6 +166,12 @@ for backend in gloo mpi; do
     run mpi 4 "$H1:2,$H2:2" HVD_ALLREDUCE_CHUNK_BYTES=2097152 || fail "mpi np=4 default: exit code $?"
     check "mpi np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE unset, 2 MiB chunks" 4 1 2097152
   fi
+  # The backend's own cross-host step (Gloo's ring, MpiRingAllreduce).
+  name=$([ "$backend" = gloo ] && echo GLOO || echo MPI)
+  run "$backend" 6 "$H1:3,$H2:2,$H3:1" HVD_HIERARCHICAL_ALLREDUCE=1 \
+    HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES=0 HVD_HIERARCHICAL_CROSS=backend ||
+    fail "$backend np=6 with HVD_HIERARCHICAL_CROSS=backend: exit code $?"
+  check "$backend np=6 -H $H1:3,$H2:2,$H3:1 with HVD_HIERARCHICAL_CROSS=backend" 6 1 0 "$name"
   run "$backend" 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=0 || fail "$backend np=4 flat: exit code $?"
   check "$backend np=4 -H $H1:2,$H2:2 with HVD_HIERARCHICAL_ALLREDUCE=0" 4 0
   [ "$backend" = mpi ] && check_mpi_control_channel

@@ -1,9 +1,12 @@
 #include "core/backends/hierarchical/hierarchical_cpu_comm.h"
 
+#include <dirent.h>
+
 #include <algorithm>
 #include <cstring>
 
 #include "core/backends/registry.h"
+#include "core/backends/tcp/tcp_ring_comm.h"
 #include "core/common/logging.h"
 
 namespace hvd {
@@ -18,6 +21,51 @@ std::vector<int64_t> Blocks(int64_t count, int parts) {
   std::vector<int64_t> v(static_cast<size_t>(parts), count / parts);
   for (int64_t i = 0; i < count % parts; ++i) ++v[static_cast<size_t>(i)];
   return v;
+}
+
+// An RDMA-capable NIC (InfiniBand, RoCE, iWARP) on this host: MPI would
+// carry the cross-host step over it, faster than sockets.
+bool HasRdmaDevice() {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir("/sys/class/infiniband"), ::closedir);
+  if (!dir) return false;
+  while (const dirent* e = ::readdir(dir.get())) {
+    if (e->d_name[0] != '.') return true;
+  }
+  return false;
+}
+
+// Puts the cross-host step of my share on a TcpRing over `cross`'s members
+// (they decide together; *on_tcp says whether). Under kAuto MPI keeps its
+// own where some member has an RDMA NIC, and a ring that cannot connect
+// keeps the backend's allreduce, with a warning; under kTcp that fails.
+Status UseTcpRing(const Config& config, const std::string& bind_host, const HostPlan& plan,
+                  const char* backend, std::unique_ptr<Comm>* cross, bool* on_tcp) {
+  *on_tcp = false;
+  if (config.hierarchical_cross == CrossTransport::kAuto && std::strcmp(backend, "MPI") == 0) {
+    int32_t sockets_only = HasRdmaDevice() ? 0 : 1;
+    HVD_RETURN_IF_ERROR((*cross)->Allreduce(&sockets_only, 1, DataType::kInt32, ReduceOp::kMin));
+    if (!sockets_only) return Status::OK();
+  }
+  std::vector<std::string> names;
+  for (int r : plan.cross_ranks) names.push_back("rank " + std::to_string(r));
+  // As Gloo bounds its operations: no progress for this long is an error.
+  double timeout = config.gloo_timeout_seconds;
+  if (config.op_timeout_seconds > 0) timeout = std::min(timeout, config.op_timeout_seconds);
+  std::unique_ptr<TcpRing> ring;
+  const Status s = TcpRing::Create(cross->get(), bind_host, timeout, names, &ring);
+  if (!s.ok()) {
+    if (config.hierarchical_cross == CrossTransport::kTcp) {
+      return Status(s.code(), "hierarchical allreduce: " + s.message() +
+                                  " (HVD_HIERARCHICAL_CROSS=tcp; =auto falls back)");
+    }
+    HVD_LOG(kWarning) << "hierarchical allreduce: " << s.message()
+                      << "; the cross-host step of this share runs on " << backend
+                      << " instead (HVD_HIERARCHICAL_CROSS=backend skips the attempt)";
+    return Status::OK();
+  }
+  *cross = std::make_unique<TcpRingComm>(std::shared_ptr<Comm>(std::move(*cross)), std::move(ring));
+  *on_tcp = true;
+  return Status::OK();
 }
 
 }  // namespace
@@ -166,8 +214,14 @@ Status HierarchicalCpuComm::Pipelined(const Call& call) {
   return s;
 }
 
+void HierarchicalCpuComm::Abort() {
+  if (cross_) cross_->Abort();
+  ForwardingComm::Abort();
+}
+
 Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
-                            const std::string& tag, std::shared_ptr<Comm>* data) {
+                            const std::string& bind_host, const std::string& tag,
+                            std::shared_ptr<Comm>* data) {
   if (config.hierarchical_allreduce_fixed && !config.hierarchical_allreduce) return Status::OK();
   Comm& flat = **data;
   if (flat.size() < 3) return Status::OK();  // two ranks: nothing to group
@@ -209,12 +263,19 @@ Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
   // not spin (mpi_ring_allreduce.h).
   if (mpi && cross) MpiUseRingAllreduce(cross.get());
 #endif
+  bool on_tcp = false;
+  if (cross && config.hierarchical_cross != CrossTransport::kBackend) {
+    HVD_RETURN_IF_ERROR(UseTcpRing(config, bind_host, plan, flat.backend_name(), &cross, &on_tcp));
+  }
   const int64_t min_bytes = config.hierarchical_allreduce_min_bytes >= 0
                                 ? config.hierarchical_allreduce_min_bytes
                                 : flat.hierarchy_min_bytes();
   HVD_LOG(kInfo) << "hierarchical allreduce (" << tag << "): " << plan.hosts << " hosts, "
                  << plan.local_ranks.size() << " ranks on this one, " << plan.shares
-                 << " cross-host streams per host, from " << min_bytes << " bytes"
+                 << " cross-host streams per host, from " << min_bytes << " bytes, "
+                 << (on_tcp  ? std::string("across on a TCP ring")
+                     : cross ? std::string("across on ") + flat.backend_name()
+                             : std::string("carrying no share"))
                  << (concurrent ? "" : ", not pipelined");
   *data =
       std::make_shared<HierarchicalCpuComm>(*data, std::move(local), std::move(cross), plan,

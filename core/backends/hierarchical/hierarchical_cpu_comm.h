@@ -56,6 +56,8 @@ class HierarchicalCpuComm : public ForwardingComm {
   Status AllreduceStaged(const void* in, void* out, int64_t count, DataType dt, ReduceOp op,
                          const Stage& fill, const Stage& drain) override;
   bool overlaps_stages() const override { return concurrent_ && local_->size() > 1; }
+  // Also wakes a cross step waiting on its TCP ring.
+  void Abort() override;
 
  private:
   // One allreduce's buffers, element size and stages.
@@ -86,11 +88,13 @@ class HierarchicalCpuComm : public ForwardingComm {
 // ranks span more than one host and some host holds more than one rank,
 // wraps *data in HierarchicalCpuComm: by default on Gloo and on MPI with
 // MPI_THREAD_MULTIPLE, on any backend with HVD_HIERARCHICAL_ALLREDUCE=1,
-// never with HVD_HIERARCHICAL_ALLREDUCE=0. On MPI the cross-host step is
-// MpiRingAllreduce.
-// Collective over the set's members; `host_key` names this rank's host,
-// `tag` is unique per set and equal on its members.
+// never with HVD_HIERARCHICAL_ALLREDUCE=0. The cross-host step is a TcpRing
+// (HVD_HIERARCHICAL_CROSS), else MpiRingAllreduce on MPI, Gloo's ring on
+// Gloo. Collective over the set's members; `host_key` names this rank's
+// host, `bind_host` is an address of it the other hosts reach, `tag` is
+// unique per set and equal on its members.
 Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
-                            const std::string& tag, std::shared_ptr<Comm>* data);
+                            const std::string& bind_host, const std::string& tag,
+                            std::shared_ptr<Comm>* data);
 
 }  // namespace hvd

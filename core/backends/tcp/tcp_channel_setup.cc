@@ -4,7 +4,6 @@
 // that a member that cannot reach the coordinator fails the set-up on every
 // rank at once instead of leaving the coordinator waiting.
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -13,52 +12,20 @@
 
 #include <cerrno>
 #include <cstring>
-#include <random>
 #include <thread>
 
 #include "core/backends/tcp/tcp_channel.h"
-#include "core/common/wire.h"
+#include "core/backends/tcp/tcp_link.h"
 
 namespace hvd {
 
 using rendezvous::Deadline;
-using rendezvous::ErrnoString;
 using rendezvous::UniqueFd;
 
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x48564443;  // "HVDC"
 constexpr size_t kTokenBytes = 16;
-
-std::string RandomToken() {
-  std::random_device rd;  // /dev/urandom: the token only needs to be unguessable
-  std::string t(kTokenBytes, '\0');
-  for (auto& c : t) c = static_cast<char>(rd() & 0xff);
-  return t;
-}
-
-Status Listen(const std::string& host, UniqueFd* out, int* port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  const int rc = getaddrinfo(host.c_str(), "0", &hints, &res);
-  if (rc != 0) return Status::Invalid("cannot resolve '" + host + "': " + gai_strerror(rc));
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
-  UniqueFd fd(::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol));
-  if (!fd.valid()) return Status::Backend("socket: " + ErrnoString(errno));
-  if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd.get(), 1024) != 0) {
-    return Status::Backend("cannot listen on " + host + ": " + ErrnoString(errno));
-  }
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
-  *port = ntohs(ss.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&ss)->sin_port
-                                        : reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-  *out = std::move(fd);
-  return Status::OK();
-}
 
 // Rank 0's side, on a thread of its own while rank 0 joins the verdict:
 // accepts until every member has shown the token, the deadline passes or
@@ -98,15 +65,9 @@ class Acceptor {
       if (r <= 0 || (p[1].revents & POLLIN)) return;
       UniqueFd fd(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
       if (!fd.valid()) continue;
-      char hello[4 + 4 + kTokenBytes];
-      if (!rendezvous::RecvAll(fd.get(), hello, sizeof(hello), Deadline::After(2)).ok()) continue;
-      WireReader rd(hello, sizeof(hello));
-      int32_t magic = 0, rank = -1;
-      rd.I32(&magic);
-      rd.I32(&rank);
-      const bool valid = static_cast<uint32_t>(magic) == kHelloMagic && rank > 0 &&
-                         static_cast<size_t>(rank) < links_.size() &&
-                         std::memcmp(hello + 8, token.data(), kTokenBytes) == 0 &&
+      int32_t rank = -1;
+      const bool valid = ReadHello(fd.get(), kHelloMagic, token, Deadline::After(2), &rank) &&
+                         rank > 0 && static_cast<size_t>(rank) < links_.size() &&
                          !links_[static_cast<size_t>(rank)].valid();
       const char ok = 1;
       if (!valid || !rendezvous::SendAll(fd.get(), &ok, 1, Deadline::After(2)).ok()) continue;
@@ -122,18 +83,7 @@ class Acceptor {
 
 Status ConnectToCoordinator(const std::string& where, int rank, const std::string& token,
                             Deadline deadline, UniqueFd* out) {
-  const size_t colon = where.rfind(':');
-  if (colon == std::string::npos) return Status::Internal("control channel: bad address " + where);
-  std::string host = where.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  HVD_RETURN_IF_ERROR(rendezvous::ConnectTcp(host, std::atoi(where.c_str() + colon + 1), deadline,
-                                             out,
-                                             /*retry_refused=*/false));  // rank 0 listens already
-  WireWriter w;
-  w.I32(static_cast<int32_t>(kHelloMagic));
-  w.I32(rank);
-  std::string hello = w.Take() + token;
-  HVD_RETURN_IF_ERROR(rendezvous::SendAll(out->get(), hello.data(), hello.size(), deadline));
+  HVD_RETURN_IF_ERROR(ConnectAndGreet(where, Hello(kHelloMagic, rank, token), deadline, out));
   char ok = 0;
   return rendezvous::RecvAll(out->get(), &ok, 1, deadline);
 }
@@ -161,11 +111,9 @@ Status TcpChannel::Create(Comm* comm, const std::string& bind_host, double timeo
   std::string announce;  // rank 0's token + "host:port"; empty if it could not listen
   UniqueFd listener;
   if (rank == 0) {
-    int port = 0;
-    mine = Listen(bind_host, &listener, &port);
-    const std::string host =
-        bind_host.find(':') != std::string::npos ? "[" + bind_host + "]" : bind_host;
-    if (mine.ok()) announce = RandomToken() + host + ":" + std::to_string(port);
+    std::string where;
+    mine = ListenTcp(bind_host, &listener, &where);
+    if (mine.ok()) announce = RandomToken(kTokenBytes) + where;
   }
   HVD_RETURN_IF_ERROR(BroadcastBytes(*comm, &announce, 0));
   if (announce.size() <= kTokenBytes) {
