@@ -132,12 +132,12 @@ check_mpi_control_channel() {
   n=$(count 'hvd_init failed: .*hierarchical allreduce: cross-host ring: .*(HVD_HIERARCHICAL_CROSS=tcp')
   [ "$n" -ge 1 ] || fail "mpi: HVD_HIERARCHICAL_CROSS=tcp on lo: init did not fail naming the ring"
   echo "ok: mpi with HVD_HIERARCHICAL_CROSS=tcp fails init when the ring cannot connect"
-  # Open MPI's default TCP flags (as under mpi4py): the ring's pieces fit
-  # the eager limit, and every result is still exact.
+  # Open MPI's default TCP flags (as under mpi4py): the MPI ring's pieces
+  # fit the eager limit, and every result is still exact.
   run mpi 4 "$H1:2,$H2:2" HVD_HIERARCHICAL_ALLREDUCE=1 HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES=0 \
-    OMPI_MCA_btl_tcp_flags=send,put,inplace,need-ack,need-csum,hetero-rdma ||
+    HVD_HIERARCHICAL_CROSS=backend OMPI_MCA_btl_tcp_flags=send,put,inplace,need-ack,need-csum,hetero-rdma ||
     fail "mpi np=4 with Open MPI's default TCP flags: exit code $?"
-  check "mpi np=4 -H $H1:2,$H2:2 with Open MPI's default TCP flags" 4 1 0
+  check "mpi np=4 -H $H1:2,$H2:2 with Open MPI's default TCP flags" 4 1 0 MPI
   n=$(count 'the cross-host ring sends pieces of 61440 bytes, within its eager limit')
   [ "$n" -ge 1 ] || fail "mpi with Open MPI's default TCP flags: the ring's pieces are not eager-sized"
 }

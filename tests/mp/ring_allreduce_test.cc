@@ -269,6 +269,10 @@ TEST(TcpRing, StalledNeighbourTimesOutAndAbortEndsTheWait) {
               std::string::npos)
         << s.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    s = ring->Allreduce(v.data(), 1000, DataType::kFloat32, ReduceOp::kSum);  // out of step now
+    EXPECT_EQ(s.code(), Code::kTimeout) << s.message();
+    EXPECT_NE(s.message().find("unusable since an earlier call failed"), std::string::npos)
+        << s.message();
     std::thread stop([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       slow->Abort();

@@ -590,6 +590,19 @@ def mpi_hier_is_ring(row):
             or row["date"] >= MPI_RING_SINCE)
 
 
+# Since commit 533a114 (rows from 2026-11-26 13:44 UTC on) the hierarchy
+# crosses hosts on hvd's own TCP ring (TcpRing) on both backends; labels
+# "mpiring", "glooring" and "backend" ran the backend's cross step instead
+# (HVD_HIERARCHICAL_CROSS=backend).
+TCP_RING_SINCE = "2026-11-26T13:44:00Z"
+
+
+def hier_on_tcp_ring(row):
+    words = set(row["label"].split())
+    return "tcpring" in words or (row["date"] >= TCP_RING_SINCE
+                                  and not words & {"mpiring", "glooring", "backend"})
+
+
 def skip_reason(row):
     """Why a row is not modelled (None: it is)."""
     if row["workload"] in ("W1", "W3") or row["label"] == "link":
@@ -636,7 +649,11 @@ def predict_shaped(row, p, latencies, cycles):
     if impl == "hvd":
         hier = row["label"].startswith("hier")
         algorithm = "hierarchical" if hier else flat
-        if hier and backend == "mpi" and mpi_hier_is_ring(row):
+        if hier and hier_on_tcp_ring(row):
+            # TcpRing: the same ring of pieces on plain sockets, full duplex
+            # whatever Open MPI's flags (its own connections).
+            algorithm = "hierarchical_ring"
+        elif hier and backend == "mpi" and mpi_hier_is_ring(row):
             algorithm = "hierarchical_ring"
             # With `send` the ring runs at the link's goodput. With Open
             # MPI's default flags, at 2 hosts a carrier's left and right

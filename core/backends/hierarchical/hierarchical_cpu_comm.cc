@@ -51,10 +51,14 @@ Status UseTcpRing(const Config& config, const std::string& bind_host, const Host
   // As Gloo bounds its operations: no progress for this long is an error.
   double timeout = config.gloo_timeout_seconds;
   if (config.op_timeout_seconds > 0) timeout = std::min(timeout, config.op_timeout_seconds);
+  // Trying costs at most 10 s at init where it may fall back (as the
+  // negotiation channel's attempt).
+  const bool fallback = config.hierarchical_cross == CrossTransport::kAuto;
   std::unique_ptr<TcpRing> ring;
-  const Status s = TcpRing::Create(cross->get(), bind_host, timeout, names, &ring);
+  const Status s = TcpRing::Create(cross->get(), bind_host,
+                                   fallback ? std::min(timeout, 10.0) : timeout, names, &ring);
   if (!s.ok()) {
-    if (config.hierarchical_cross == CrossTransport::kTcp) {
+    if (!fallback) {
       return Status(s.code(), "hierarchical allreduce: " + s.message() +
                                   " (HVD_HIERARCHICAL_CROSS=tcp; =auto falls back)");
     }
@@ -63,6 +67,7 @@ Status UseTcpRing(const Config& config, const std::string& bind_host, const Host
                       << " instead (HVD_HIERARCHICAL_CROSS=backend skips the attempt)";
     return Status::OK();
   }
+  ring->set_timeout_s(timeout);
   *cross = std::make_unique<TcpRingComm>(std::shared_ptr<Comm>(std::move(*cross)), std::move(ring));
   *on_tcp = true;
   return Status::OK();

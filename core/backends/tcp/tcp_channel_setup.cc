@@ -25,7 +25,6 @@ using rendezvous::UniqueFd;
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x48564443;  // "HVDC"
-constexpr size_t kTokenBytes = 16;
 
 // Rank 0's side, on a thread of its own while rank 0 joins the verdict:
 // accepts until every member has shown the token, the deadline passes or

@@ -17,6 +17,9 @@ namespace hvd {
 // *where is "host:port" ("[v6]:port" for IPv6) for others to connect to.
 Status ListenTcp(const std::string& host, rendezvous::UniqueFd* out, std::string* where);
 
+// The size of the tokens the set-ups send (RandomToken(kTokenBytes)).
+constexpr size_t kTokenBytes = 16;
+
 // `bytes` unguessable bytes (/dev/urandom).
 std::string RandomToken(size_t bytes);
 

@@ -74,6 +74,85 @@ struct Cursor {
   int64_t done = 0;
 };
 
+// One call: the two streams' cursors over `data`, moved by non-blocking
+// sends and receives until both have carried every piece.
+class RingCall {
+ public:
+  RingCall(const Layout& layout, uint8_t* data, uint8_t* scratch, DataType dt, ReduceOp op)
+      : L(layout), data_(data), scratch_(scratch), dt_(dt), op_(op) {
+    Skip(&out_, true);
+    Skip(&in_, false);
+  }
+  bool sending() const { return out_.i < L.total(); }
+  bool receiving() const { return in_.i < L.total(); }
+  // Piece i of the send stream may go once piece i - pieces has arrived.
+  bool ready() const { return sending() && in_.i > out_.i - L.pieces; }
+
+  // Sends what the socket takes (errno of a failure in *err, else 0).
+  bool Send(int fd, int* err) {
+    bool moved = false;
+    *err = 0;
+    while (ready()) {
+      const int b = L.SendBlock(out_.i / L.pieces), j = out_.i % L.pieces;
+      const int64_t n = Bytes(out_.i, true);
+      const ssize_t k = ::send(fd, data_ + L.First(b, j) * L.esize + out_.done,
+                               static_cast<size_t>(n - out_.done), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) *err = errno;
+        break;
+      }
+      moved = true;
+      if ((out_.done += k) == n) Next(&out_, true);
+    }
+    return moved;
+  }
+
+  // Receives what has arrived, reducing each whole reduce-scatter piece
+  // (*err: errno of a failure, -1 for a closed connection, else 0).
+  bool Receive(int fd, int* err) {
+    bool moved = false;
+    *err = 0;
+    while (receiving()) {
+      const int t = in_.i / L.pieces, j = in_.i % L.pieces, b = L.RecvBlock(t);
+      const int64_t n = Bytes(in_.i, false);
+      const bool reduce = t < L.p - 1;  // reduce-scatter: into scratch, then reduced
+      uint8_t* dst = (reduce ? scratch_ : data_ + L.First(b, j) * L.esize) + in_.done;
+      const ssize_t k = ::recv(fd, dst, static_cast<size_t>(n - in_.done), MSG_DONTWAIT);
+      if (k < 0 && errno == EINTR) continue;
+      if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) *err = k == 0 ? -1 : errno;
+      if (k <= 0) break;
+      moved = true;
+      if ((in_.done += k) < n) continue;
+      if (reduce) ReduceInto(data_ + L.First(b, j) * L.esize, scratch_, n / L.esize, dt_, op_);
+      Next(&in_, false);
+    }
+    return moved;
+  }
+
+ private:
+  // Bytes of piece i of the send or the receive stream (0: skipped).
+  int64_t Bytes(int i, bool send) const {
+    const int t = i / L.pieces;
+    return L.Count(send ? L.SendBlock(t) : L.RecvBlock(t), i % L.pieces) * L.esize;
+  }
+  void Next(Cursor* c, bool send) {
+    ++c->i;
+    c->done = 0;
+    Skip(c, send);
+  }
+  void Skip(Cursor* c, bool send) {
+    while (c->i < L.total() && Bytes(c->i, send) == 0) ++c->i;
+  }
+
+  const Layout& L;
+  uint8_t* data_;
+  uint8_t* scratch_;
+  DataType dt_;
+  ReduceOp op_;
+  Cursor out_, in_;
+};
+
 }  // namespace
 
 TcpRing::TcpRing(int rank, int size, UniqueFd right, UniqueFd left, double timeout_s,
@@ -103,83 +182,43 @@ void TcpRing::Abort() {
 }
 
 Status TcpRing::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
+  if (!failed_.ok()) {
+    return Status(failed_.code(),
+                  "cross-host ring: unusable since an earlier call failed: " + failed_.message());
+  }
+  Status s = Run(buf, count, dt, op);
+  if (!s.ok()) failed_ = s;
+  return s;
+}
+
+Status TcpRing::Run(void* buf, int64_t count, DataType dt, ReduceOp op) {
   if (size_ == 1 || count <= 0) return Status::OK();
-  const Layout L(count, size_, rank_, static_cast<int64_t>(DataTypeSize(dt)), piece_bytes_);
-  uint8_t* data = static_cast<uint8_t*>(buf);
-  const size_t piece = static_cast<size_t>(L.pe * L.esize);
+  const Layout layout(count, size_, rank_, static_cast<int64_t>(DataTypeSize(dt)), piece_bytes_);
+  const size_t piece = static_cast<size_t>(layout.pe * layout.esize);
   if (scratch_.size() < piece) scratch_.resize(piece);
-  const int total = L.total();
-  const int right = Mod(rank_ + 1, size_), left = Mod(rank_ - 1, size_);
-  // Bytes of piece i in each stream (0: skipped).
-  auto send_bytes = [&](int i) {
-    return L.Count(L.SendBlock(i / L.pieces), i % L.pieces) * L.esize;
-  };
-  auto recv_bytes = [&](int i) {
-    return L.Count(L.RecvBlock(i / L.pieces), i % L.pieces) * L.esize;
-  };
-  Cursor out, in;
-  auto skip_empty = [&](Cursor& c, auto bytes) {
-    while (c.i < total && c.done == bytes(c.i)) {
-      ++c.i;
-      c.done = 0;
-    }
-  };
-  // Piece i of the send stream may go once piece i - pieces has arrived.
-  auto ready = [&] { return out.i < L.pieces || in.i > out.i - L.pieces; };
+  RingCall call(layout, static_cast<uint8_t*>(buf), scratch_.data(), dt, op);
+  const std::string right = RingMemberName(names_, Mod(rank_ + 1, size_));
+  const std::string left = RingMemberName(names_, Mod(rank_ - 1, size_));
   const int timeout_ms = timeout_s_ > 0 ? static_cast<int>(std::ceil(timeout_s_ * 1000.0)) : -1;
-  skip_empty(out, send_bytes);
-  skip_empty(in, recv_bytes);
-  while (out.i < total || in.i < total) {
-    bool moved = false;
-    while (out.i < total && ready()) {
-      const int t = out.i / L.pieces, j = out.i % L.pieces, b = L.SendBlock(t);
-      const int64_t n = send_bytes(out.i);
-      const ssize_t k = ::send(right_.get(), data + L.First(b, j) * L.esize + out.done,
-                               static_cast<size_t>(n - out.done), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (k < 0) {
-        return Status::PeerLost("cross-host ring: sending to " + RingMemberName(names_, right) +
-                                " failed: " + ErrnoString(errno));
-      }
-      moved = true;
-      out.done += k;
-      if (out.done == n) {
-        ++out.i;
-        out.done = 0;
-        skip_empty(out, send_bytes);
-      }
+  while (call.sending() || call.receiving()) {
+    int send_err = 0, recv_err = 0;
+    const bool sent = call.Send(right_.get(), &send_err);
+    const bool received = call.Receive(left_.get(), &recv_err);
+    if (send_err) {
+      return Status::PeerLost("cross-host ring: sending to " + right +
+                              " failed: " + ErrnoString(send_err));
     }
-    while (in.i < total) {
-      const int t = in.i / L.pieces, j = in.i % L.pieces, b = L.RecvBlock(t);
-      const int64_t n = recv_bytes(in.i);
-      const bool reduce = t < size_ - 1;  // reduce-scatter: into scratch, then reduced
-      uint8_t* dst = (reduce ? scratch_.data() : data + L.First(b, j) * L.esize) + in.done;
-      const ssize_t k = ::recv(left_.get(), dst, static_cast<size_t>(n - in.done), MSG_DONTWAIT);
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (k <= 0) {
-        return Status::PeerLost("cross-host ring: the connection from " +
-                                RingMemberName(names_, left) +
-                                (k == 0 ? " was closed" : " failed: " + ErrnoString(errno)));
-      }
-      moved = true;
-      in.done += k;
-      if (in.done == n) {
-        if (reduce)
-          ReduceInto(data + L.First(b, j) * L.esize, scratch_.data(), n / L.esize, dt, op);
-        ++in.i;
-        in.done = 0;
-        skip_empty(in, recv_bytes);
-      }
+    if (recv_err) {
+      return Status::PeerLost("cross-host ring: the connection from " + left +
+                              (recv_err < 0 ? " was closed" : " failed: " + ErrnoString(recv_err)));
     }
-    if (moved) continue;
+    if (sent || received) continue;
     // Nothing moves: sleep until a socket can, Abort, or the timeout.
     pollfd fds[3];
     nfds_t nfds = 0;
-    const bool want_out = out.i < total && ready();
+    const bool want_out = call.ready(), want_in = call.receiving();
     if (want_out) fds[nfds++] = {right_.get(), POLLOUT, 0};
-    if (in.i < total) fds[nfds++] = {left_.get(), POLLIN, 0};
+    if (want_in) fds[nfds++] = {left_.get(), POLLIN, 0};
     if (abort_read_.valid()) fds[nfds++] = {abort_read_.get(), POLLIN, 0};
     const int rc = ::poll(fds, nfds, timeout_ms);
     if (rc < 0 && errno == EINTR) continue;
@@ -188,12 +227,11 @@ Status TcpRing::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
       return Status::Backend("cross-host ring: aborted");
     }
     if (rc == 0) {
-      return Status::Timeout(
-          "cross-host ring: no bytes moved for " + Seconds(timeout_s_) + " s; waiting " +
-          (in.i < total ? "for data from " + RingMemberName(names_, left) : std::string()) +
-          (in.i < total && want_out ? " and " : "") +
-          (want_out ? "to send to " + RingMemberName(names_, right) : std::string()) +
-          " (HVD_GLOO_TIMEOUT_SECONDS)");
+      return Status::Timeout("cross-host ring: no bytes moved for " + Seconds(timeout_s_) +
+                             " s; waiting " + (want_in ? "for data from " + left : std::string()) +
+                             (want_in && want_out ? " and " : "") +
+                             (want_out ? "to send to " + right : std::string()) +
+                             " (HVD_GLOO_TIMEOUT_SECONDS)");
     }
   }
   return Status::OK();

@@ -51,19 +51,24 @@ class TcpRing {
 
   // In place, over the ring's members (every one calls it with the same
   // count, type and op; op commutative). Not thread-safe (one call at a
-  // time), but Abort may come from any thread.
+  // time), but Abort may come from any thread. After a failure the streams
+  // are out of step: every later call fails too, naming the first error.
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op);
   // Fails the running and every later Allreduce.
   void Abort();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // No byte moving for this long fails a call (<= 0: never).
+  void set_timeout_s(double seconds) { timeout_s_ = seconds; }
   // The messages' piece: the reduce-scatter reduces what arrived piece by
   // piece, so a piece that stays in cache keeps the reduction cheap.
   void set_piece_bytes(int64_t bytes) { piece_bytes_ = bytes; }
   static constexpr int64_t kDefaultPieceBytes = 256 << 10;
 
  private:
+  Status Run(void* buf, int64_t count, DataType dt, ReduceOp op);
+
   int rank_, size_;
   rendezvous::UniqueFd right_, left_;
   rendezvous::UniqueFd abort_read_, abort_write_;
@@ -71,6 +76,7 @@ class TcpRing {
   std::vector<std::string> names_;
   int64_t piece_bytes_ = kDefaultPieceBytes;
   std::vector<uint8_t> scratch_;  // one received reduce-scatter piece
+  Status failed_;                 // the first call's error, if one failed
 };
 
 // names[r], or "ring rank r" where names has none.

@@ -21,7 +21,6 @@ using rendezvous::UniqueFd;
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x48564452;  // "HVDR"
-constexpr size_t kTokenBytes = 16;
 
 // Accepts connections on `listener` until one shows `token` and comes from
 // comm rank `left`; others are dropped.
