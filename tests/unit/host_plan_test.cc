@@ -68,7 +68,12 @@ TEST(HostPlan, RoundRobinPlacementGivesAscendingGroups) {
 
 TEST(HostPlan, UnusableCases) {
   EXPECT_EQ(PlanHosts({"a", "a", "a"}, 1).reason, "one host only");
+  EXPECT_FALSE(PlanHosts({"a", "a", "a"}, 1).one_rank_per_host);
   EXPECT_EQ(PlanHosts({"a", "b", "c"}, 1).reason, "one rank per host");
+  // The hierarchy's cross step alone (a TCP ring over every rank).
+  EXPECT_TRUE(PlanHosts({"a", "b", "c"}, 1).one_rank_per_host);
+  EXPECT_TRUE(PlanHosts({"a", "b"}, 0).one_rank_per_host);
+  EXPECT_FALSE(PlanHosts({"a", "b", "b"}, 0).one_rank_per_host);
   EXPECT_FALSE(PlanHosts({"a", "b"}, 2).usable);  // rank out of range
   EXPECT_FALSE(PlanHosts({"a", "b"}, -1).usable);
 }

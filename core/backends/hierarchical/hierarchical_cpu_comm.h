@@ -90,7 +90,10 @@ class HierarchicalCpuComm : public ForwardingComm {
 // MPI_THREAD_MULTIPLE, on any backend with HVD_HIERARCHICAL_ALLREDUCE=1,
 // never with HVD_HIERARCHICAL_ALLREDUCE=0. The cross-host step is a TcpRing
 // (HVD_HIERARCHICAL_CROSS), else MpiRingAllreduce on MPI, Gloo's ring on
-// Gloo. Collective over the set's members; `host_key` names this rank's
+// Gloo. Where every host holds one rank, that step is all there is: on
+// MPI (and on Gloo with HVD_HIERARCHICAL_CROSS=tcp) the set's large
+// allreduces run on a TcpRing over all its ranks (TcpRingComm); otherwise
+// nothing changes. Collective over the set's members; `host_key` names this rank's
 // host, `bind_host` is an address of it the other hosts reach, `tag` is
 // unique per set and equal on its members.
 Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,

@@ -26,6 +26,7 @@ HostPlan PlanHosts(const std::vector<std::string>& hosts, int me) {
   p.hosts = static_cast<int>(order.size());
   if (order.size() < 2 || most < 2) {
     p.reason = order.size() < 2 ? "one host only" : "one rank per host";
+    p.one_rank_per_host = order.size() >= 2;
     return p;
   }
   const std::string& mine = hosts[static_cast<size_t>(me)];

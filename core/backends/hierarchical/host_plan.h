@@ -15,10 +15,11 @@ namespace hvd {
 
 struct HostPlan {
   bool usable = false;
-  std::string reason;            // why not, when !usable
-  std::vector<int> local_ranks;  // set ranks on my host, ascending
-  int local_index = 0;           // my position in local_ranks
-  int host_index = 0;            // my host, in order of first appearance
+  std::string reason;              // why not, when !usable
+  bool one_rank_per_host = false;  // several hosts, one rank on each
+  std::vector<int> local_ranks;    // set ranks on my host, ascending
+  int local_index = 0;             // my position in local_ranks
+  int host_index = 0;              // my host, in order of first appearance
   int hosts = 0;
   int shares = 0;                // K: ranks per host that carry a share
   std::vector<int> cross_ranks;  // set ranks with my local index, one per
