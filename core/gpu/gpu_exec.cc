@@ -99,7 +99,9 @@ class GpuSet {
  private:
   Status MakeComm(GpuDevice* d) {
 #ifdef HVD_HAVE_NCCL
-    if (p_.operations == GpuOperations::kStaging) {
+    bool stage = p_.operations == GpuOperations::kStaging;
+    if (!stage) HVD_RETURN_IF_ERROR(NcclOrStaging(d->device, &stage));
+    if (stage) {
       d->comm = std::make_unique<StagingComm>(p_.data, &d->stream);
       return Status::OK();
     }
@@ -120,6 +122,38 @@ class GpuSet {
   }
 
 #ifdef HVD_HAVE_NCCL
+  // NCCL refuses two ranks of one communicator on the same GPU (it fails
+  // with "invalid usage"). Every member sees the same list, so all choose
+  // together: staging under auto, a clear error under HVD_GPU_OPERATIONS=nccl.
+  Status NcclOrStaging(int device, bool* stage) {
+    char bus[32] = {0};
+    HVD_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof(bus), device));
+    std::vector<std::string> gpus;
+    HVD_RETURN_IF_ERROR(AllgatherBytes(*p_.controller, p_.host + " PCI " + bus, &gpus));
+    for (size_t a = 0; a < gpus.size(); ++a) {
+      for (size_t b = a + 1; b < gpus.size(); ++b) {
+        if (gpus[a] != gpus[b]) continue;
+        const std::string what = "ranks " + std::to_string(a) + " and " + std::to_string(b) +
+                                 " of process set " + std::to_string(p_.set_id) +
+                                 " are on the same GPU (host " + gpus[a] + ")";
+        if (p_.operations == GpuOperations::kNccl) {
+          return Status::Unsupported(
+              "NCCL cannot run two ranks on the same GPU: " + what +
+              "; give each rank its own GPU (cudaSetDevice(local_rank)) or set "
+              "HVD_GPU_OPERATIONS=mpi or gloo to stage through host memory");
+        }
+        if (p_.controller->rank() == 0) {
+          HVD_LOG(kWarning) << what << ", which NCCL cannot run; GPU collectives stage "
+                            << "through host memory instead (HVD_GPU_OPERATIONS=mpi|gloo)";
+        }
+        *stage = true;
+        return Status::OK();
+      }
+    }
+    *stage = false;
+    return Status::OK();
+  }
+
   Status MakeHierarchicalComm(GpuDevice* d, std::unique_ptr<NcclComm> flat) {
     std::vector<std::string> hosts;
     HVD_RETURN_IF_ERROR(AllgatherBytes(*p_.controller, p_.host, &hosts));
@@ -188,7 +222,11 @@ Status LocalDevice(const GpuSet& g, const std::vector<TensorEntry*>& entries, in
 ResultAllocator DeviceResultAllocator(HandleState* handle) {
   return [handle](size_t bytes, const std::vector<int64_t>&, DataType, const Device&) -> void* {
     auto buf = std::make_shared<DeviceBuffer>();
-    if (!buf->Reserve(static_cast<int64_t>(bytes)).ok()) return nullptr;
+    Status s = buf->Reserve(static_cast<int64_t>(bytes));
+    if (!s.ok()) {
+      handle->result().alloc_failure = s.message();
+      return nullptr;
+    }
     void* p = buf->data();
     handle->result().device_owned = std::move(buf);
     return p;

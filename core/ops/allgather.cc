@@ -40,6 +40,8 @@ Status ExecuteAllgather(ExecContext& ctx, const Response& r, std::vector<TensorE
         entries[t]->AllocateResult(static_cast<size_t>(total_rows[t] * row_bytes[t]),
                                    OutputShape(*entries[t], total_rows[t]), &alloc_error));
   }
+  // Device results have no host fallback; peers then fail by their GPU timeout.
+  if (!alloc_error.ok() && entries[0]->request.device.kind == DeviceKind::kCUDA) return alloc_error;
   if (nt == 1) {
     ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
     HVD_RETURN_IF_ERROR(ctx.comm->Allgatherv(entries[0]->input, outs[0], bytes_per_rank));

@@ -199,6 +199,26 @@ Status RunStaged(ExecContext& ctx, const Response& r, const Reduction& x,
   return ctx.comm->AllreduceStaged(base, base, total, x.dt, x.wire_op, fill, drain);
 }
 
+// A set of one rank exchanges nothing: each output is its input, scaled.
+// (NCCL and MPI would still copy or launch per call; frameworks run
+// single-process jobs through the same code.)
+Status RunAlone(ExecContext& ctx, const Response& r, const Reduction& x,
+                const std::vector<TensorEntry*>& entries) {
+  MemOps& mem = ctx.ops();
+  const double f = r.prescale * x.post;
+  std::vector<MemOps::Region> copies;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const TensorEntry* e = entries[i];
+    if (!e || (e->input == e->output && f == 1.0)) continue;
+    if (f != 1.0) {
+      HVD_RETURN_IF_ERROR(mem.ScaleCopy(e->output, e->input, r.sizes[i], x.dt, f));
+    } else {
+      copies.push_back({e->output, e->input, r.sizes[i] * x.esize});
+    }
+  }
+  return copies.empty() ? Status::OK() : mem.CopyRegions(copies);
+}
+
 }  // namespace
 
 Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries) {
@@ -207,6 +227,7 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
   x.esize = static_cast<int64_t>(DataTypeSize(x.dt));
   x.wire_op = r.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : r.reduce_op;
   x.post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / ctx.comm->size() : 1.0);
+  if (ctx.comm->size() == 1) return RunAlone(ctx, r, x, entries);
   if (entries.size() == 1) return RunSingle(ctx, r, x, entries[0]);
 
   MemOps& mem = ctx.ops();

@@ -26,6 +26,8 @@ Status ExecuteAlltoall(ExecContext& ctx, const Response& r, std::vector<TensorEn
   Status alloc_error;  // reported after the exchange, which must run regardless
   void* out = e->AllocateResult(static_cast<size_t>(recv_rows * row_bytes), shape, &alloc_error);
   e->handle->result().recv_splits = std::move(recv_splits);
+  // Device results have no host fallback; peers then fail by their GPU timeout.
+  if (!alloc_error.ok() && e->request.device.kind == DeviceKind::kCUDA) return alloc_error;
   ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
   HVD_RETURN_IF_ERROR(ctx.comm->Alltoallv(e->input, send, out, recv));
   return alloc_error;

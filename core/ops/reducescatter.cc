@@ -60,6 +60,8 @@ Status ExecuteReducescatter(ExecContext& ctx, const Response& r,
         e->AllocateResult(static_cast<size_t>(l.count[me] * esize), l.out_shape, &alloc_error));
   }
 
+  // Device results have no host fallback; peers then fail by their GPU timeout.
+  if (!alloc_error.ok() && entries[0]->request.device.kind == DeviceKind::kCUDA) return alloc_error;
   if (entries.size() == 1) {
     TensorEntry* e = entries[0];
     const void* in = e->input;

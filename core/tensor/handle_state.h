@@ -30,7 +30,8 @@ struct OpResult {
   DataType dtype = DataType::kFloat32;
   Device device;
   std::vector<int32_t> recv_splits;
-  int64_t value = -1;  // join: last rank to join; add_process_set: the new id
+  int64_t value = -1;         // join: last rank to join; add_process_set: the new id
+  std::string alloc_failure;  // why hvd's own device allocation failed, if it did
 };
 
 class HandleState {

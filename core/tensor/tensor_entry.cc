@@ -12,6 +12,16 @@ void* TensorEntry::AllocateResult(size_t nbytes, const std::vector<int64_t>& sha
   if (allocator) {
     r.data = allocator(nbytes, shape, request.dtype, request.device);
     if (r.data || nbytes == 0) return r.data;
+    if (request.device.kind == DeviceKind::kCUDA) {
+      // No host fallback: device collectives cannot write host memory.
+      // The executor returns this before its collective.
+      *error = Status::Invalid(
+          "could not allocate " + std::to_string(nbytes) + " bytes of device memory on " +
+          DeviceName(request.device) + " for the result of tensor '" + request.name + "' (" +
+          (r.alloc_failure.empty() ? std::string("the allocator returned NULL") : r.alloc_failure) +
+          ")");
+      return nullptr;
+    }
     *error = Status::Invalid("the allocator returned NULL for " + std::to_string(nbytes) +
                              " bytes of tensor '" + request.name + "'");
   }

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 #include <hvd/hvd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/mp/hvd_test_main.h"
@@ -217,6 +221,175 @@ TEST(Gpu, ReducescatterUneven) {
               N() * static_cast<double>(first_row * 3 + static_cast<int64_t>(i)) + ranks_sum);
   }
   HVD(hvd_release(h));
+}
+
+// The producer of the input is still running when hvd_allreduce_async is
+// called: a host function holds the caller's stream for 200 ms, then a copy
+// on that stream writes the input. Reading too early would see the stale
+// values (-1), so the result is exact only if hvd waits for the stream.
+TEST(Gpu, StreamOrderingNeverReadsStaleInput) {
+  cudaStream_t s = nullptr;
+  CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int64_t n = 1 << 20;
+  GpuTensor src(T::f32, {n}), x(T::f32, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    src.host().Set(i, static_cast<double>(i % 1000));
+    x.host().Set(i, -1);
+  }
+  src.Upload();
+  x.Upload();
+  CU(cudaLaunchHostFunc(
+      s, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr));
+  CU(cudaMemcpyAsync(x.dl()->data, src.dl()->data, n * 4, cudaMemcpyDeviceToDevice, s));
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.cuda_stream = s;
+  hvd_handle h = 0;
+  HVD(hvd_allreduce_async("ar.stale", x.dl(), x.dl(), HVD_OP_SUM, &o, &h));
+  HVD(hvd_wait(h, -1));
+  HVD(hvd_release(h));
+  x.Download();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(x.host().Get(i), static_cast<double>(N() * (i % 1000))) << "[" << i << "]";
+  }
+  CU(cudaStreamDestroy(s));
+}
+
+// The caller's allocator hands out device memory for allgather results.
+struct DeviceArena {
+  std::vector<void*> blocks;
+  int calls = 0;
+  ~DeviceArena() {
+    for (void* p : blocks) cudaFree(p);
+  }
+};
+
+void* ArenaAlloc(size_t bytes, const int64_t*, int, DLDataType, DLDevice device, void* user) {
+  auto* a = static_cast<DeviceArena*>(user);
+  void* p = nullptr;
+  if (device.device_type != kDLCUDA || cudaMalloc(&p, bytes) != cudaSuccess) return nullptr;
+  a->blocks.push_back(p);
+  ++a->calls;
+  return p;
+}
+
+TEST(Gpu, AllocatorCallbackGetsDeviceMemory) {
+  DeviceArena arena;
+  GpuTensor x(T::f32, {R() + 2, 3});
+  for (int64_t i = 0; i < x.host().n(); ++i) x.host().Set(i, R() * 100 + i);
+  x.Upload();
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.allocator = ArenaAlloc;
+  o.allocator_user_data = &arena;
+  hvd_handle h = 0;
+  HVD(hvd_allgather_async("ag.alloc", x.dl(), &o, &h));
+  HVD(hvd_wait(h, -1));
+  DLTensor r{};
+  HVD(hvd_result(h, &r));
+  ASSERT_EQ(arena.calls, 1);
+  ASSERT_EQ(r.data, arena.blocks[0]);
+  ASSERT_EQ(r.device.device_type, kDLCUDA);
+  std::vector<double> got = ReadResult(r, T::f32);
+  size_t k = 0;
+  for (int rank = 0; rank < N(); ++rank) {
+    for (int64_t i = 0; i < (rank + 2) * 3; ++i) ASSERT_EQ(got[k++], rank * 100 + i);
+  }
+  ASSERT_EQ(k, got.size());
+  HVD(hvd_release(h));
+}
+
+// With the GPU nearly full, the allgather result (size x the input) cannot
+// be allocated: the operation fails with an error that says so, and the
+// next operation works again.
+TEST(Gpu, DeviceOutOfMemoryIsAClearError) {
+  if (N() != 1) GTEST_SKIP() << "one rank: peers of a failed rank would wait for its data";
+  const int64_t n = 64 << 20;  // 256 MiB of float32
+  GpuTensor x(T::f32, {n});
+  x.Upload();
+  std::vector<void*> filler;  // take the device's memory, keeping 128 MiB
+  size_t free_b = 0, total_b = 0;
+  CU(cudaMemGetInfo(&free_b, &total_b));
+  for (size_t chunk = size_t{1} << 30; chunk >= (size_t{8} << 20);) {
+    CU(cudaMemGetInfo(&free_b, &total_b));
+    void* p = nullptr;
+    if (free_b > chunk + (size_t{128} << 20) && cudaMalloc(&p, chunk) == cudaSuccess) {
+      filler.push_back(p);
+    } else {
+      (void)cudaGetLastError();
+      chunk /= 2;
+    }
+  }
+  hvd_handle h = 0;
+  hvd_status st = hvd_allgather_async("ag.oom", x.dl(), nullptr, &h);
+  if (st == HVD_OK) st = hvd_wait(h, -1);
+  const std::string err = hvd_last_error();
+  if (h) hvd_release(h);
+  for (void* p : filler) cudaFree(p);
+  ASSERT_NE(st, HVD_OK);
+  EXPECT_NE(err.find("device memory"), std::string::npos) << err;
+  EXPECT_NE(err.find("ag.oom"), std::string::npos) << err;
+  // hvd is still usable.
+  GpuTensor y(T::f32, {4});
+  for (int64_t i = 0; i < 4; ++i) y.host().Set(i, i);
+  y.Upload();
+  HVD(hvd_allreduce_async("ar.after_oom", y.dl(), y.dl(), HVD_OP_SUM, nullptr, &h));
+  HVD(hvd_wait(h, -1));
+  HVD(hvd_release(h));
+  y.Download();
+  for (int64_t i = 0; i < 4; ++i) ASSERT_EQ(y.host().Get(i), static_cast<double>(i));
+}
+
+// 10,000 operations (allreduce, fused pairs and allgather with hvd-owned
+// results) leave device memory where it was after the first round.
+TEST(Gpu, NoDeviceMemoryLeakOver10000Operations) {
+  GpuTensor a(T::f32, {1024}), b(T::f16, {333});
+  a.Upload();
+  b.Upload();
+  auto round = [&](int i) {
+    hvd_handle h[3] = {0, 0, 0};
+    const std::string s = std::to_string(i % 7);
+    ASSERT_EQ(
+        hvd_allreduce_async(("leak.a" + s).c_str(), a.dl(), a.dl(), HVD_OP_AVERAGE, nullptr, &h[0]),
+        HVD_OK);
+    ASSERT_EQ(
+        hvd_allreduce_async(("leak.b" + s).c_str(), b.dl(), b.dl(), HVD_OP_SUM, nullptr, &h[1]),
+        HVD_OK);
+    ASSERT_EQ(hvd_allgather_async(("leak.g" + s).c_str(), b.dl(), nullptr, &h[2]), HVD_OK);
+    for (hvd_handle x : h) {
+      ASSERT_EQ(hvd_wait(x, -1), HVD_OK) << hvd_last_error();
+      ASSERT_EQ(hvd_release(x), HVD_OK);
+    }
+  };
+  for (int i = 0; i < 30; ++i) round(i);  // buffers and communicators exist now
+  CU(cudaDeviceSynchronize());
+  size_t free_before = 0, free_after = 0, total = 0;
+  CU(cudaMemGetInfo(&free_before, &total));
+  for (int i = 0; i < 10000 / 3; ++i) {
+    round(i);
+    if (HasFatalFailure()) return;
+  }
+  CU(cudaDeviceSynchronize());
+  CU(cudaMemGetInfo(&free_after, &total));
+  EXPECT_LE(free_before - std::min(free_before, free_after), size_t{2} << 20)
+      << "free device memory went from " << free_before << " to " << free_after;
+}
+
+// NCCL cannot put two ranks of one communicator on the same GPU. With
+// HVD_GPU_OPERATIONS=nccl (no staging fallback asked for) the first GPU
+// collective must fail with an error that says so, on every rank.
+TEST(GpuNccl, TwoRanksOnOneGpuIsAClearError) {
+  const char* ops = std::getenv("HVD_GPU_OPERATIONS");
+  if (N() < 2 || !ops || std::string(ops) != "nccl") {
+    GTEST_SKIP() << "needs two ranks on one GPU and HVD_GPU_OPERATIONS=nccl";
+  }
+  GpuTensor x(T::f32, {8});
+  x.Upload();
+  hvd_handle h = 0;
+  hvd_status st = hvd_allreduce_async("ar.dup", x.dl(), x.dl(), HVD_OP_SUM, nullptr, &h);
+  if (st == HVD_OK) st = hvd_wait(h, 60000);
+  const std::string err = hvd_last_error();
+  if (h) hvd_release(h);
+  ASSERT_NE(st, HVD_OK);
+  EXPECT_NE(err.find("same GPU"), std::string::npos) << err;
 }
 
 }  // namespace
