@@ -153,6 +153,7 @@ Status ParseBackends(Config* c) {
       ParseInt("HIERARCHICAL_ALLREDUCE_MIN_BYTES", 0, &c->hierarchical_allreduce_min_bytes));
   HVD_RETURN_IF_ERROR(ParseChoice("HIERARCHICAL_CROSS", kCrossTransports, "auto, tcp or backend",
                                   &c->hierarchical_cross));
+  HVD_RETURN_IF_ERROR(ParseBool("SHARED_MEMORY", &c->shared_memory));
   HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLGATHER", &c->hierarchical_allgather,
                                 &c->hierarchical_allgather_fixed));
   HVD_RETURN_IF_ERROR(

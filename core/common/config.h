@@ -82,6 +82,9 @@ struct Config {
   bool mpi_threads_disable = false;
   ControlChannelChoice control_channel = ControlChannelChoice::kAuto;
   CrossTransport hierarchical_cross = CrossTransport::kAuto;
+  // HVD_SHARED_MEMORY: Gloo collectives among ranks of one host through a
+  // shared-memory segment (docs/tuning.md); 0 keeps them on Gloo.
+  bool shared_memory = true;
   GpuOperations gpu_operations = GpuOperations::kAuto;
   double gpu_timeout_seconds = 600.0;  // a GPU collective's wait; 0: no limit
   bool elastic = false;

@@ -10,6 +10,7 @@
 
 #include "core/backends/hierarchical/hierarchical_cpu_comm.h"
 #include "core/backends/registry.h"
+#include "core/backends/shm/shm_setup.h"
 #include "core/common/logging.h"
 #include "core/rendezvous/socket_util.h"
 #include "core/runtime/set_loop.h"
@@ -166,6 +167,8 @@ Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* o
   }
   HVD_RETURN_IF_ERROR(
       MaybeHierarchicalCpu(config_, config_.launch.host, BindHost(), "world", &world->data_comm));
+  HVD_RETURN_IF_ERROR(
+      MaybeSharedMemoryOnOneHost(config_, config_.launch.host, "world", &world->data_comm));
   for (int r = 0; r < topo_.size; ++r) world->ranks.push_back(r);
   HVD_RETURN_IF_ERROR(OpenChannel(*world, "world"));
   controller_name_ = ctrl_entry->name;
@@ -396,6 +399,8 @@ Status Runtime::AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id) {
     }
     HVD_RETURN_IF_ERROR(
         MaybeHierarchicalCpu(config_, config_.launch.host, BindHost(), tag, &ps->data_comm));
+    HVD_RETURN_IF_ERROR(
+        MaybeSharedMemoryOnOneHost(config_, config_.launch.host, tag, &ps->data_comm));
     HVD_RETURN_IF_ERROR(OpenChannel(*ps, tag));
     StartLoop(*ps);
   }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/backends/registry.h"
+#include "core/backends/shm/shm_setup.h"
 #include "core/backends/tcp/tcp_ring_comm.h"
 #include "core/common/logging.h"
 
@@ -89,7 +90,7 @@ Status RingAcrossHosts(const Config& config, const std::string& bind_host, const
 
 }  // namespace
 
-HierarchicalCpuComm::HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::unique_ptr<Comm> local,
+HierarchicalCpuComm::HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::shared_ptr<Comm> local,
                                          std::unique_ptr<Comm> cross, const HostPlan& plan,
                                          bool concurrent, int64_t chunk_bytes, int64_t min_bytes)
     : ForwardingComm(std::move(flat)),
@@ -279,9 +280,13 @@ Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
     }
     return Status::OK();
   }
-  std::unique_ptr<Comm> local, cross;
+  std::unique_ptr<Comm> split, cross;
   HVD_RETURN_IF_ERROR(
-      flat.Split(plan.local_ranks, tag + ".hier.host" + std::to_string(plan.host_index), &local));
+      flat.Split(plan.local_ranks, tag + ".hier.host" + std::to_string(plan.host_index), &split));
+  std::shared_ptr<Comm> local = std::move(split);
+  std::unique_ptr<Comm> shm;
+  HVD_RETURN_IF_ERROR(TrySharedMemory(config, local, "hierarchical allreduce (" + tag + ")", &shm));
+  if (shm) local = std::move(shm);
   if (plan.carrier()) {
     HVD_RETURN_IF_ERROR(flat.Split(plan.cross_ranks,
                                    tag + ".hier.cross" + std::to_string(plan.local_index), &cross));

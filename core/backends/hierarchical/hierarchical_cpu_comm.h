@@ -33,7 +33,7 @@ class HierarchicalCpuComm : public ForwardingComm {
   // `concurrent`: local and cross may be used from two threads at once
   // (Gloo; MPI with MPI_THREAD_MULTIPLE). Allreduces of fewer than
   // `min_bytes` go to `flat`.
-  HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::unique_ptr<Comm> local,
+  HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::shared_ptr<Comm> local,
                       std::unique_ptr<Comm> cross, const HostPlan& plan, bool concurrent,
                       int64_t chunk_bytes, int64_t min_bytes);
 
@@ -74,7 +74,7 @@ class HierarchicalCpuComm : public ForwardingComm {
   Status Serial(const Call& call);
   Status Pipelined(const Call& call);
 
-  std::unique_ptr<Comm> local_;
+  std::shared_ptr<Comm> local_;  // shared memory on Gloo (shm_setup.h)
   std::unique_ptr<Comm> cross_;
   HostPlan plan_;
   bool concurrent_;

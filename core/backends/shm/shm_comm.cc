@@ -1,0 +1,251 @@
+#include "core/backends/shm/shm_comm.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "core/backends/tcp/tcp_link.h"
+#include "core/common/reduce.h"
+
+namespace hvd {
+namespace {
+
+constexpr const char* kWhat = "host-local shared memory";
+
+std::string Hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : bytes) {
+    s += digits[c >> 4];
+    s += digits[c & 15];
+  }
+  return s;
+}
+
+// Elements [lo, lo + n) of a round of `count` that member r reduces.
+struct Share {
+  int64_t lo, n;
+};
+Share ShareOf(int64_t count, int size, int r) {
+  const int64_t base = count / size, extra = count % size;
+  return {r * base + std::min<int64_t>(r, extra), base + (r < extra ? 1 : 0)};
+}
+
+int64_t Clamp(int64_t v, int64_t hi) {
+  return std::max<int64_t>(0, std::min(v, hi));
+}
+
+// Creates (member 0) or opens the segment; *name is "" where member 0 failed.
+Status MapSegment(Comm& c, size_t bytes, ShmSegment* seg) {
+  std::string name;
+  Status s;
+  if (c.rank() == 0) {
+    name = "/hvd-" + Hex(RandomToken(8));
+    s = seg->Create(name, bytes);
+    if (!s.ok()) name.clear();
+  }
+  HVD_RETURN_IF_ERROR(BroadcastBytes(c, &name, 0));
+  if (c.rank() != 0) {
+    s = name.empty() ? Status::Backend("member 0 could not create the segment")
+                     : seg->Open(name, bytes);
+  }
+  return s;
+}
+
+}  // namespace
+
+Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t slot_bytes,
+                       std::unique_ptr<ShmComm>* out, std::string* why) {
+  Comm& c = *backend;
+  const int size = c.size();
+  slot_bytes = std::max<int64_t>(64 * size, slot_bytes / 64 * 64);
+  const size_t bytes = size * sizeof(Member) + 2 * static_cast<size_t>(size * slot_bytes);
+  auto seg = std::make_unique<ShmSegment>();
+  const Status s = MapSegment(c, bytes, seg.get());
+  if (s.ok()) reinterpret_cast<Member*>(seg->data())[c.rank()].pid = ::getpid();
+  int32_t ok = s.ok() ? 1 : 0;
+  HVD_RETURN_IF_ERROR(c.Allreduce(&ok, 1, DataType::kInt32, ReduceOp::kMin));
+  seg->Unlink();  // everyone who could has mapped it (no-op where not the creator)
+  if (!ok) {
+    *why = s.ok() ? "another member of the host could not map the segment" : s.message();
+    return Status::OK();
+  }
+  HVD_RETURN_IF_ERROR(c.Barrier());  // every pid is written
+  // A member in another pid namespace (a container) is invisible here:
+  // liveness then rests on the timeout alone.
+  bool pids = true;
+  for (int r = 0; r < size; ++r) {
+    const int32_t pid = reinterpret_cast<Member*>(seg->data())[r].pid;
+    pids = pids && pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
+  }
+  *out = std::make_unique<ShmComm>(std::move(backend), std::move(seg), slot_bytes, timeout_s, pids);
+  return Status::OK();
+}
+
+ShmComm::ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment,
+                 int64_t slot_bytes, double timeout_s, bool check_pids)
+    : ForwardingComm(std::move(backend)),
+      segment_(std::move(segment)),
+      slot_bytes_(slot_bytes),
+      timeout_s_(timeout_s),
+      check_pids_(check_pids) {}
+
+ShmComm::Member& ShmComm::member(int r) const {
+  return reinterpret_cast<Member*>(segment_->data())[r];
+}
+
+uint8_t* ShmComm::slot(int64_t round, int r) const {
+  const int64_t set = round % 2;
+  return segment_->data() + size() * sizeof(Member) + (set * size() + r) * slot_bytes_;
+}
+
+void ShmComm::Abort() {
+  aborted_.store(true);
+  ForwardingComm::Abort();
+}
+
+Status ShmComm::Guard(const Status& s) {
+  if (!s.ok() && failed_.ok()) failed_ = s;
+  return s;
+}
+
+Status ShmComm::Unusable() const {
+  return Status(failed_.code(), std::string(kWhat) + ": unusable since an earlier call failed: " +
+                                    failed_.message());
+}
+
+Status ShmComm::Barrier() {
+  ++passed_;
+  __atomic_store_n(&member(rank()).arrived, passed_, __ATOMIC_RELEASE);
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank()) HVD_RETURN_IF_ERROR(WaitFor(r, passed_));
+  }
+  return Status::OK();
+}
+
+// Spins briefly (the others are usually a copy away), then yields the core
+// (ranks may outnumber cores), then sleeps, checking the member's process,
+// the deadline and Abort.
+Status ShmComm::WaitFor(int r, uint64_t target) {
+  const uint64_t* arrived = &member(r).arrived;
+  const auto start = std::chrono::steady_clock::now();
+  auto pause = std::chrono::microseconds(5);
+  for (int i = 0;; ++i) {
+    if (__atomic_load_n(arrived, __ATOMIC_ACQUIRE) >= target) return Status::OK();
+    if (i < 64) continue;
+    if (aborted_.load(std::memory_order_relaxed)) {
+      return Status::Backend(std::string(kWhat) + ": aborted");
+    }
+    if (i < 2000) {
+      sched_yield();
+      continue;
+    }
+    const int32_t pid = member(r).pid;
+    if (check_pids_ && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      return Status::PeerLost(std::string(kWhat) + ": the process of member " + std::to_string(r) +
+                              " of this host's group (pid " + std::to_string(pid) + ") is gone");
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (timeout_s_ > 0 && waited > timeout_s_) {
+      return Status::Timeout(std::string(kWhat) + ": member " + std::to_string(r) +
+                             " of this host's group did not arrive within " +
+                             std::to_string(timeout_s_) + " s");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
+  }
+}
+
+Status ShmComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
+  return AllreduceFrom(buf, buf, count, dt, op);
+}
+
+Status ShmComm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) {
+  if (!failed_.ok()) return Unusable();
+  return Guard(
+      RunAllreduce(static_cast<const uint8_t*>(in), static_cast<uint8_t*>(out), count, dt, op));
+}
+
+// Per round: my part into my slot; barrier; my share reduced over every
+// slot, in my slot; barrier; every share copied out.
+Status ShmComm::RunAllreduce(const uint8_t* in, uint8_t* out, int64_t count, DataType dt,
+                             ReduceOp op) {
+  const int64_t es = static_cast<int64_t>(DataTypeSize(dt));
+  const int64_t piece = slot_bytes_ / es;
+  for (int64_t off = 0; off < count; off += piece, ++round_) {
+    const int64_t n = std::min(piece, count - off);
+    std::memcpy(slot(round_, rank()), in + off * es, static_cast<size_t>(n * es));
+    HVD_RETURN_IF_ERROR(Barrier());
+    const Share mine = ShareOf(n, size(), rank());
+    uint8_t* acc = slot(round_, rank()) + mine.lo * es;
+    for (int r = 0; r < size() && mine.n > 0; ++r) {
+      if (r != rank()) ReduceInto(acc, slot(round_, r) + mine.lo * es, mine.n, dt, op);
+    }
+    HVD_RETURN_IF_ERROR(Barrier());
+    for (int r = 0; r < size(); ++r) {
+      const Share s = ShareOf(n, size(), r);
+      std::memcpy(out + (off + s.lo) * es, slot(round_, r) + s.lo * es,
+                  static_cast<size_t>(s.n * es));
+    }
+  }
+  return Status::OK();
+}
+
+// Per round: the next q elements of every member's block into my slot (q
+// per block); barrier; my block's q reduced over every slot into `out`.
+Status ShmComm::Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
+                              DataType dt, ReduceOp op) {
+  if (!failed_.ok()) return Unusable();
+  const int64_t es = static_cast<int64_t>(DataTypeSize(dt));
+  const int64_t q = std::max<int64_t>(1, slot_bytes_ / es / size());
+  std::vector<int64_t> start(counts.size() + 1, 0);
+  for (size_t k = 0; k < counts.size(); ++k) start[k + 1] = start[k] + counts[k];
+  const int64_t longest = *std::max_element(counts.begin(), counts.end());
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t done = 0; done < longest; done += q, ++round_) {
+    for (int k = 0; k < size(); ++k) {
+      std::memcpy(slot(round_, rank()) + k * q * es, src + (start[k] + done) * es,
+                  static_cast<size_t>(Clamp(counts[k] - done, q) * es));
+    }
+    HVD_RETURN_IF_ERROR(Guard(Barrier()));
+    const int64_t n = Clamp(counts[rank()] - done, q);
+    if (n == 0) continue;
+    const int64_t at = rank() * q * es;
+    std::memcpy(dst + done * es, slot(round_, rank()) + at, static_cast<size_t>(n * es));
+    for (int r = 0; r < size(); ++r) {
+      if (r != rank()) ReduceInto(dst + done * es, slot(round_, r) + at, n, dt, op);
+    }
+  }
+  return Status::OK();
+}
+
+// Per round: the next slot of my bytes into my slot; barrier; everyone's
+// copied out.
+Status ShmComm::Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes) {
+  if (!failed_.ok()) return Unusable();
+  std::vector<int64_t> start(bytes.size() + 1, 0);
+  for (size_t k = 0; k < bytes.size(); ++k) start[k + 1] = start[k] + bytes[k];
+  const int64_t longest = *std::max_element(bytes.begin(), bytes.end());
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t done = 0; done < longest; done += slot_bytes_, ++round_) {
+    std::memcpy(slot(round_, rank()), src + done,
+                static_cast<size_t>(Clamp(bytes[rank()] - done, slot_bytes_)));
+    HVD_RETURN_IF_ERROR(Guard(Barrier()));
+    for (int k = 0; k < size(); ++k) {
+      std::memmove(dst + start[k] + done, slot(round_, k),
+                   static_cast<size_t>(Clamp(bytes[k] - done, slot_bytes_)));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace hvd

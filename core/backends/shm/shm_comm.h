@@ -1,0 +1,77 @@
+// Host-local collectives through shared memory: a Comm for ranks that are
+// all on one host, whose allreduce, reduce-scatter and allgather go through
+// one mapped segment instead of the backend's transport (Gloo: loopback TCP,
+// two kernel copies per byte and an event loop per connection). Every other
+// call stays on the backend's Comm.
+//
+// The segment holds a cache line per member (its barrier count and pid) and
+// two sets of one slot per member (double buffering: a set is rewritten only
+// after every member has passed a barrier that follows its last read). A
+// call goes in rounds of at most one slot per member: each copies its part
+// into its slot, a barrier, each reduces its share of every slot (or copies
+// everyone's parts out), a second barrier where the round's results are read
+// by the others.
+//
+// No hang: a barrier waits at most `timeout_s` (then HVD_ERR_TIMEOUT naming
+// the member waited for); a member whose process is gone fails it at once
+// (HVD_ERR_PEER_LOST); Abort() (another thread) fails it at once. After a
+// failure the members are out of step: every later call fails too.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backends/forwarding_comm.h"
+#include "core/backends/shm/shm_segment.h"
+
+namespace hvd {
+
+class ShmComm : public ForwardingComm {
+ public:
+  // Collective over `backend` (whose ranks are on this host): the segment's
+  // name and every member's verdict travel over it. Every member returns the
+  // same verdict; *out stays null where shared memory cannot be used (the
+  // reason in *why), so all can keep the backend together.
+  static Status Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t slot_bytes,
+                       std::unique_ptr<ShmComm>* out, std::string* why);
+  static constexpr int64_t kDefaultSlotBytes = 1 << 20;
+
+  ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment, int64_t slot_bytes,
+          double timeout_s, bool check_pids);
+
+  // Rounds of one slot: no need to fuse for the transport's sake.
+  int64_t fusion_solo_bytes() const override { return 0; }
+  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
+  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
+  Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
+                       ReduceOp op) override;
+  Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes) override;
+  void Abort() override;
+
+ private:
+  struct alignas(64) Member {
+    uint64_t arrived;  // barriers passed (read and written with __atomic builtins)
+    int32_t pid;
+  };
+  Member& member(int r) const;
+  uint8_t* slot(int64_t round, int r) const;
+  Status Guard(const Status& s);
+  Status Unusable() const;
+  Status Barrier();
+  Status WaitFor(int r, uint64_t target);
+  Status RunAllreduce(const uint8_t* in, uint8_t* out, int64_t count, DataType dt, ReduceOp op);
+
+  std::unique_ptr<ShmSegment> segment_;
+  int64_t slot_bytes_;
+  double timeout_s_;
+  bool check_pids_;  // peers' pids are visible here (one pid namespace)
+  uint64_t passed_ = 0;
+  int64_t round_ = 0;
+  std::atomic<bool> aborted_{false};
+  Status failed_;
+};
+
+}  // namespace hvd

@@ -1,0 +1,256 @@
+// ShmComm (core/backends/shm/shm_comm.cc) on its own, under mpirun at np 2-4
+// on one host, set up over an MpiComm: exact allreduce, reduce-scatter and
+// allgather results on every rank for sizes below, at and around multiples
+// of the slot (many rounds, a short last round, uneven and empty blocks),
+// in place and not, integer, float and 16-bit types, every reduction; the
+// segment leaves nothing in /dev/shm; a member that does not arrive times
+// out (then every later call fails), and Abort from another thread ends a
+// wait at once.
+#include "core/backends/shm/shm_comm.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/backends/mpi/mpi_comm.h"
+#include "core/common/types.h"
+
+namespace hvd {
+namespace {
+
+int Rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int Size() {
+  int p = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  return p;
+}
+
+// MPI's Abort ends the job; the test aborts only ShmComm's own wait.
+class NoAbort : public ForwardingComm {
+ public:
+  using ForwardingComm::ForwardingComm;
+  void Abort() override {}
+};
+
+std::unique_ptr<ShmComm> MakeShm(int64_t slot_bytes, double timeout_s = 60) {
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  std::shared_ptr<Comm> mpi = std::make_shared<NoAbort>(std::make_shared<MpiComm>(dup, 0));
+  std::unique_ptr<ShmComm> shm;
+  std::string why;
+  const Status s = ShmComm::Create(mpi, timeout_s, slot_bytes, &shm, &why);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(shm) << why;
+  return shm;
+}
+
+// Small values: sums and products over 4 ranks fit every type exactly.
+int64_t V(int r, int64_t i) {
+  return 1 + (r * 7 + i) % 3;
+}
+
+int64_t Expected(ReduceOp op, int64_t i) {
+  int64_t acc = op == ReduceOp::kProduct ? 1
+                : op == ReduceOp::kMin   ? 1000
+                : op == ReduceOp::kMax   ? -1000
+                                         : 0;
+  for (int r = 0; r < Size(); ++r) {
+    const int64_t v = V(r, i);
+    if (op == ReduceOp::kSum) acc += v;
+    if (op == ReduceOp::kProduct) acc *= v;
+    if (op == ReduceOp::kMin) acc = std::min(acc, v);
+    if (op == ReduceOp::kMax) acc = std::max(acc, v);
+  }
+  return acc;
+}
+
+// The small integers as float16 bits (exact), and back.
+uint16_t ToHalf(int64_t v) {
+  float f = static_cast<float>(v);
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return static_cast<uint16_t>(((((b >> 23) & 0xff) - 127 + 15) << 10) | ((b >> 13) & 0x3ff));
+}
+double FromHalf(uint16_t h) {
+  return (1.0 + (h & 0x3ff) / 1024.0) * std::ldexp(1.0, ((h >> 10) & 0x1f) - 15);
+}
+
+template <typename T>
+T Make(int64_t v) {
+  if constexpr (sizeof(T) == 2) {
+    return ToHalf(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+template <typename T>
+double Get(T x) {
+  if constexpr (sizeof(T) == 2) {
+    return FromHalf(x);
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
+template <typename T>
+void CheckAllreduce(ShmComm& shm, DataType dt, ReduceOp op, int64_t n, bool in_place) {
+  std::vector<T> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) in[i] = Make<T>(V(Rank(), i));
+  T* dst = in_place ? in.data() : out.data();
+  const Status s = shm.AllreduceFrom(in.data(), dst, n, dt, op);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(Get(dst[i]), static_cast<double>(Expected(op, i)))
+        << "n=" << n << " op=" << static_cast<int>(op) << " [" << i << "]";
+  }
+  if (!in_place) {
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(Get(in[i]), static_cast<double>(V(Rank(), i)));
+  }
+}
+
+constexpr int64_t kSlot = 256;  // bytes: 64 floats a round, many rounds
+
+std::vector<int64_t> Counts() {
+  const int64_t p = Size(), e = kSlot / 4;
+  return {0, 1, p - 1, p, p + 1, e - 1, e, e + 1, 3 * e + p, 1000, 4099};
+}
+
+TEST(ShmComm, AllreduceEveryOpTypeAndCount) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProduct, ReduceOp::kMin, ReduceOp::kMax}) {
+    for (int64_t n : Counts()) {
+      for (bool in_place : {true, false}) {
+        CheckAllreduce<float>(*shm, DataType::kFloat32, op, n, in_place);
+        CheckAllreduce<int32_t>(*shm, DataType::kInt32, op, n, in_place);
+        CheckAllreduce<uint16_t>(*shm, DataType::kFloat16, op, n, in_place);
+        CheckAllreduce<double>(*shm, DataType::kFloat64, op, n, in_place);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+  // The default slot: one round, and a buffer of several.
+  std::unique_ptr<ShmComm> big = MakeShm(ShmComm::kDefaultSlotBytes);
+  ASSERT_TRUE(big);
+  for (int64_t n : {int64_t{5}, int64_t{3} << 20}) {
+    CheckAllreduce<float>(*big, DataType::kFloat32, ReduceOp::kSum, n, false);
+  }
+}
+
+// Block k has counts[k] elements (uneven, some empty); rank r keeps its own,
+// reduced.
+TEST(ShmComm, ReducescatterUnevenBlocks) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  for (int64_t unit : {int64_t{1}, int64_t{17}, int64_t{200}}) {
+    std::vector<int64_t> counts;
+    int64_t total = 0;
+    for (int k = 0; k < Size(); ++k) total += counts.emplace_back(k == 1 ? 0 : unit * (k + 1));
+    std::vector<int32_t> in(static_cast<size_t>(total));
+    for (int64_t i = 0; i < total; ++i) in[i] = static_cast<int32_t>(V(Rank(), i));
+    std::vector<int32_t> out(static_cast<size_t>(counts[Rank()]) + 1, -7);
+    const Status s =
+        shm->Reducescatter(in.data(), out.data(), counts, DataType::kInt32, ReduceOp::kSum);
+    ASSERT_TRUE(s.ok()) << s.message();
+    int64_t first = 0;
+    for (int k = 0; k < Rank(); ++k) first += counts[k];
+    for (int64_t i = 0; i < counts[Rank()]; ++i) {
+      ASSERT_EQ(out[i], Expected(ReduceOp::kSum, first + i)) << "unit " << unit << " [" << i << "]";
+    }
+    ASSERT_EQ(out[counts[Rank()]], -7) << "wrote past its block";
+  }
+}
+
+TEST(ShmComm, AllgathervUnevenAndEmpty) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  for (int64_t unit : {int64_t{1}, int64_t{100}, int64_t{1000}}) {
+    std::vector<int64_t> bytes;
+    for (int k = 0; k < Size(); ++k) bytes.push_back(k == Size() - 1 ? 0 : unit * (k + 1) + k);
+    std::vector<uint8_t> in(static_cast<size_t>(bytes[Rank()]));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(Rank() * 31 + i);
+    int64_t total = 0;
+    for (int64_t b : bytes) total += b;
+    std::vector<uint8_t> out(static_cast<size_t>(total));
+    const Status s = shm->Allgatherv(in.data(), out.data(), bytes);
+    ASSERT_TRUE(s.ok()) << s.message();
+    size_t at = 0;
+    for (int k = 0; k < Size(); ++k) {
+      for (int64_t i = 0; i < bytes[k]; ++i, ++at) {
+        ASSERT_EQ(out[at], static_cast<uint8_t>(k * 31 + i)) << "unit " << unit << " rank " << k;
+      }
+    }
+  }
+}
+
+// The creator unlinks the name once everyone has mapped it.
+TEST(ShmComm, LeavesNothingInDevShm) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  MPI_Barrier(MPI_COMM_WORLD);
+  DIR* d = opendir("/dev/shm");
+  ASSERT_NE(d, nullptr);
+  std::vector<std::string> left;
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, "hvd-", 4) == 0) left.push_back(e->d_name);
+  }
+  closedir(d);
+  EXPECT_TRUE(left.empty()) << left[0];
+}
+
+// Only rank 0 calls: it times out naming the member it waited for, and the
+// Comm is unusable afterwards; Abort from another thread ends a wait.
+TEST(ShmComm, MissingMemberTimesOutAndAbortEndsTheWait) {
+  std::unique_ptr<ShmComm> quick = MakeShm(kSlot, /*timeout_s=*/0.5);
+  std::unique_ptr<ShmComm> slow = MakeShm(kSlot, /*timeout_s=*/60);
+  ASSERT_TRUE(quick && slow);
+  if (Rank() == 0) {
+    std::vector<float> v(100, 1.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = quick->Allreduce(v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    EXPECT_EQ(s.code(), Code::kTimeout) << s.message();
+    EXPECT_NE(s.message().find("member 1 of this host's group did not arrive"), std::string::npos)
+        << s.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    s = quick->Allgatherv(v.data(), v.data(), std::vector<int64_t>(Size(), 0));
+    EXPECT_NE(s.message().find("unusable since an earlier call failed"), std::string::npos)
+        << s.message();
+    std::thread stop([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      slow->Abort();
+    });
+    t0 = std::chrono::steady_clock::now();
+    s = slow->Allreduce(v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    stop.join();
+    EXPECT_NE(s.message().find("aborted"), std::string::npos) << s.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace
+}  // namespace hvd
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  const int rc = RUN_ALL_TESTS();
+  MPI_Finalize();
+  return rc;
+}
