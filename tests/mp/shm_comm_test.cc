@@ -24,21 +24,17 @@
 
 #include "core/backends/mpi/mpi_comm.h"
 #include "core/common/types.h"
+#include "tests/mp/small_values.h"
 
 namespace hvd {
 namespace {
 
-int Rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int Size() {
-  int p = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
+using mptest::Expected;
+using mptest::FromHalf;
+using mptest::Rank;
+using mptest::Size;
+using mptest::ToHalf;
+using mptest::V;
 
 // MPI's Abort ends the job; the test aborts only ShmComm's own wait.
 class NoAbort : public ForwardingComm {
@@ -57,37 +53,6 @@ std::unique_ptr<ShmComm> MakeShm(int64_t slot_bytes, double timeout_s = 60) {
   EXPECT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(shm) << why;
   return shm;
-}
-
-// Small values: sums and products over 4 ranks fit every type exactly.
-int64_t V(int r, int64_t i) {
-  return 1 + (r * 7 + i) % 3;
-}
-
-int64_t Expected(ReduceOp op, int64_t i) {
-  int64_t acc = op == ReduceOp::kProduct ? 1
-                : op == ReduceOp::kMin   ? 1000
-                : op == ReduceOp::kMax   ? -1000
-                                         : 0;
-  for (int r = 0; r < Size(); ++r) {
-    const int64_t v = V(r, i);
-    if (op == ReduceOp::kSum) acc += v;
-    if (op == ReduceOp::kProduct) acc *= v;
-    if (op == ReduceOp::kMin) acc = std::min(acc, v);
-    if (op == ReduceOp::kMax) acc = std::max(acc, v);
-  }
-  return acc;
-}
-
-// The small integers as float16 bits (exact), and back.
-uint16_t ToHalf(int64_t v) {
-  float f = static_cast<float>(v);
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return static_cast<uint16_t>(((((b >> 23) & 0xff) - 127 + 15) << 10) | ((b >> 13) & 0x3ff));
-}
-double FromHalf(uint16_t h) {
-  return (1.0 + (h & 0x3ff) / 1024.0) * std::ldexp(1.0, ((h >> 10) & 0x1f) - 15);
 }
 
 template <typename T>
