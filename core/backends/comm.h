@@ -101,6 +101,13 @@ class Comm {
   // or ends the job where it does not (MPI_Abort). Thread-safe.
   virtual void Abort() {}
 
+  // Moves the transport's messages in flight while the caller waits on
+  // something else (a host-local shared-memory barrier): MPI delivers a
+  // large nonblocking send, such as the negotiation's decision to a peer,
+  // only while the sender calls into MPI. Called from a thread that may
+  // make this Comm's calls.
+  virtual void Progress() {}
+
   // Collective: the negotiation channel among this Comm's ranks (host
   // backends only).
   virtual Status OpenControlChannel(const ControlChannelOptions& options,

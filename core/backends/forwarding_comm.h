@@ -52,6 +52,7 @@ class ForwardingComm : public Comm {
     return inner_->Split(r, t, o);
   }
   void Abort() override { inner_->Abort(); }
+  void Progress() override { inner_->Progress(); }
   Status OpenControlChannel(const ControlChannelOptions& options,
                             std::unique_ptr<ControlChannel>* out) override {
     return inner_->OpenControlChannel(options, out);

@@ -130,6 +130,11 @@ Status MpiComm::Barrier() {
   return Check(MPI_Barrier(comm_), "Barrier");
 }
 
+void MpiComm::Progress() {
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+}
+
 Status MpiComm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
                          int peer) {
   if (peer < 0 || peer >= size_ || peer == rank_) {

@@ -50,6 +50,8 @@ class MpiComm : public Comm {
   Status OpenControlChannel(const ControlChannelOptions& options,
                             std::unique_ptr<ControlChannel>* out) override;
   void Abort() override { MPI_Abort(comm_, 1); }
+  // Open MPI's progress engine serves every communicator.
+  void Progress() override;
 
   // From now on Allreduce runs as MpiRingAllreduce (nonblocking pieces,
   // waits by sleeping) instead of MPI_Allreduce: for the cross-host step of

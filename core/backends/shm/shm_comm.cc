@@ -142,6 +142,9 @@ Status ShmComm::WaitFor(int r, uint64_t target) {
     if (aborted_.load(std::memory_order_relaxed)) {
       return Status::Backend(std::string(kWhat) + ": aborted");
     }
+    // The others may wait for a message this rank's transport has yet to
+    // deliver (Comm::Progress).
+    inner().Progress();
     if (i < 2000) {
       sched_yield();
       continue;

@@ -1,8 +1,9 @@
 // Host-local collectives through shared memory: a Comm for ranks that are
 // all on one host, whose allreduce, reduce-scatter and allgather go through
 // one mapped segment instead of the backend's transport (Gloo: loopback TCP,
-// two kernel copies per byte and an event loop per connection). Every other
-// call stays on the backend's Comm.
+// two kernel copies per byte and an event loop per connection; MPI:
+// messages through Open MPI's buffers, waited for by busy-polling). Every
+// other call stays on the backend's Comm.
 //
 // The segment holds a cache line per member (its barrier count and pid) and
 // two sets of one slot per member (double buffering: a set is rewritten only

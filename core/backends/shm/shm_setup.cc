@@ -8,22 +8,37 @@
 #include "core/common/logging.h"
 
 namespace hvd {
+namespace {
+
+// The backends whose host-local collectives shared memory replaces, as
+// messages name them (null: not one of them).
+const char* Eligible(const Config& config, const Comm& comm) {
+  if (!config.shared_memory || comm.size() < 2) return nullptr;
+  if (std::strcmp(comm.backend_name(), "GLOO") == 0) return "Gloo";
+  if (std::strcmp(comm.backend_name(), "MPI") == 0) return "MPI";
+  return nullptr;
+}
+
+}  // namespace
 
 Status TrySharedMemory(const Config& config, const std::shared_ptr<Comm>& backend,
                        const std::string& what, std::unique_ptr<Comm>* out) {
   out->reset();
-  if (!config.shared_memory || backend->size() < 2 ||
-      std::strcmp(backend->backend_name(), "GLOO") != 0) {
-    return Status::OK();
+  const char* name = Eligible(config, *backend);
+  if (!name) return Status::OK();
+  // No progress for this long is an error: as Gloo bounds its operations;
+  // on MPI, whose calls have no bound, the operation deadline (0: none,
+  // and a member's exit is still seen at once).
+  double timeout = config.op_timeout_seconds;
+  if (std::strcmp(name, "Gloo") == 0) {
+    timeout =
+        timeout > 0 ? std::min(config.gloo_timeout_seconds, timeout) : config.gloo_timeout_seconds;
   }
-  // As Gloo bounds its operations: no progress for this long is an error.
-  double timeout = config.gloo_timeout_seconds;
-  if (config.op_timeout_seconds > 0) timeout = std::min(timeout, config.op_timeout_seconds);
   std::unique_ptr<ShmComm> shm;
   std::string why;
   HVD_RETURN_IF_ERROR(ShmComm::Create(backend, timeout, ShmComm::kDefaultSlotBytes, &shm, &why));
   if (!shm) {
-    HVD_LOG(kWarning) << what << ": host-local collectives stay on Gloo: " << why
+    HVD_LOG(kWarning) << what << ": host-local collectives stay on " << name << ": " << why
                       << " (HVD_SHARED_MEMORY=0 skips the attempt)";
     return Status::OK();
   }
@@ -36,9 +51,7 @@ Status TrySharedMemory(const Config& config, const std::shared_ptr<Comm>& backen
 Status MaybeSharedMemoryOnOneHost(const Config& config, const std::string& host_key,
                                   const std::string& tag, std::shared_ptr<Comm>* data) {
   Comm& comm = **data;
-  if (!config.shared_memory || comm.size() < 2 || std::strcmp(comm.backend_name(), "GLOO") != 0) {
-    return Status::OK();
-  }
+  if (!Eligible(config, comm)) return Status::OK();
   std::vector<std::string> hosts;
   HVD_RETURN_IF_ERROR(AllgatherBytes(comm, host_key, &hosts));
   if (std::count(hosts.begin(), hosts.end(), hosts[0]) != static_cast<long>(hosts.size())) {
