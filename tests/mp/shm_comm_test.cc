@@ -1,7 +1,7 @@
 // ShmComm (core/backends/shm/shm_comm.cc) on its own, under mpirun at np 2-4
-// on one host, set up over an MpiComm: exact allreduce, reduce-scatter and
-// allgather results on every rank for sizes below, at and around multiples
-// of the slot (many rounds, a short last round, uneven and empty blocks),
+// on one host, set up over an MpiComm: exact allreduce, reduce-scatter,
+// allgather and broadcast results on every rank for sizes below, at and
+// around multiples of the slot (many rounds, a short last round, uneven and empty blocks),
 // in place and not, integer, float and 16-bit types, every reduction; the
 // segment leaves nothing in /dev/shm; a member that does not arrive times
 // out (then every later call fails), and Abort from another thread ends a
@@ -161,6 +161,29 @@ TEST(ShmComm, AllgathervUnevenAndEmpty) {
       }
     }
   }
+}
+
+// Every root, sizes around the round (all members' slots: Size() * kSlot).
+TEST(ShmComm, BroadcastEveryRootAndSize) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  const int64_t per_round = Size() * kSlot;
+  for (int root = 0; root < Size(); ++root) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, per_round - 1, per_round, per_round + 1,
+                      3 * per_round + 5, int64_t{10007}}) {
+      std::vector<uint8_t> buf(static_cast<size_t>(n) + 1, 0xEE);
+      if (Rank() == root) {
+        for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<uint8_t>(root * 31 + i * 7);
+      }
+      const Status s = shm->Broadcast(buf.data(), n, root);
+      ASSERT_TRUE(s.ok()) << s.message();
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(buf[i], static_cast<uint8_t>(root * 31 + i * 7)) << "root " << root << " n " << n;
+      }
+      ASSERT_EQ(buf[n], 0xEE) << "wrote past the buffer";
+    }
+  }
+  EXPECT_EQ(shm->Broadcast(nullptr, 0, Size()).code(), Status::Invalid("").code());
 }
 
 // The creator unlinks the name once everyone has mapped it.

@@ -251,4 +251,23 @@ Status ShmComm::Allgatherv(const void* in, void* out, const std::vector<int64_t>
   return Status::OK();
 }
 
+// Per round: the root's next bytes into the whole set of slots (one slot
+// per member, contiguous); barrier; copied out by the others.
+Status ShmComm::Broadcast(void* buf, int64_t bytes, int root) {
+  if (root < 0 || root >= size()) {
+    return Status::Invalid(std::string(kWhat) + ": broadcast root " + std::to_string(root) +
+                           " is not a member of " + std::to_string(size()));
+  }
+  if (!failed_.ok()) return Unusable();
+  const int64_t piece = size() * slot_bytes_;
+  auto* p = static_cast<uint8_t*>(buf);
+  for (int64_t done = 0; done < bytes; done += piece, ++round_) {
+    const auto n = static_cast<size_t>(Clamp(bytes - done, piece));
+    if (rank() == root) std::memcpy(slot(round_, 0), p + done, n);
+    HVD_RETURN_IF_ERROR(Guard(Barrier()));
+    if (rank() != root) std::memcpy(p + done, slot(round_, 0), n);
+  }
+  return Status::OK();
+}
+
 }  // namespace hvd

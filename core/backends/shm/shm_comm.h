@@ -1,9 +1,9 @@
 // Host-local collectives through shared memory: a Comm for ranks that are
-// all on one host, whose allreduce, reduce-scatter and allgather go through
-// one mapped segment instead of the backend's transport (Gloo: loopback TCP,
-// two kernel copies per byte and an event loop per connection; MPI:
-// messages through Open MPI's buffers, waited for by busy-polling). Every
-// other call stays on the backend's Comm.
+// all on one host, whose allreduce, reduce-scatter, allgather and broadcast
+// go through one mapped segment instead of the backend's transport (Gloo:
+// loopback TCP, two kernel copies per byte and an event loop per
+// connection; MPI: messages through Open MPI's buffers, waited for by
+// busy-polling). Every other call stays on the backend's Comm.
 //
 // The segment holds a cache line per member (its barrier count and pid) and
 // two sets of one slot per member (double buffering: a set is rewritten only
@@ -11,7 +11,7 @@
 // call goes in rounds of at most one slot per member: each copies its part
 // into its slot, a barrier, each reduces its share of every slot (or copies
 // everyone's parts out), a second barrier where the round's results are read
-// by the others.
+// by the others. A broadcast's round is the root's bytes in the whole set.
 //
 // No hang: a barrier waits at most `timeout_s` (then HVD_ERR_TIMEOUT naming
 // the member waited for); a member whose process is gone fails it at once
@@ -50,6 +50,7 @@ class ShmComm : public ForwardingComm {
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
                        ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes) override;
+  Status Broadcast(void* buf, int64_t bytes, int root) override;
   void Abort() override;
 
  private:
