@@ -1,6 +1,6 @@
 // ShmComm (core/backends/shm/shm_comm.cc) on its own, under mpirun at np 2-4
 // on one host, set up over an MpiComm: exact allreduce, reduce-scatter,
-// allgather and broadcast results on every rank for sizes below, at and
+// allgather, broadcast and alltoall results on every rank for sizes below, at and
 // around multiples of the slot (many rounds, a short last round, uneven and empty blocks),
 // in place and not, integer, float and 16-bit types, every reduction; the
 // segment leaves nothing in /dev/shm; a member that does not arrive times
@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -184,6 +185,50 @@ TEST(ShmComm, BroadcastEveryRootAndSize) {
     }
   }
   EXPECT_EQ(shm->Broadcast(nullptr, 0, Size()).code(), Status::Invalid("").code());
+}
+
+// Uneven, empty and multi-round parts; then one pair alone with many rounds
+// (the others must agree on the number of rounds without knowing its size).
+TEST(ShmComm, AlltoallvUnevenEmptyAndOnePair) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  const int64_t q = kSlot / Size();  // a part per member per round
+  auto byte = [](int from, int to, int64_t i) {
+    return static_cast<uint8_t>(from * 37 + to * 11 + i);
+  };
+  using Sizes = std::function<int64_t(int, int)>;
+  const std::vector<std::pair<std::string, Sizes>> cases = {
+      {"uneven",
+       [](int f, int t) { return int64_t{(f + 2 * t) % 3 == 0 ? 0 : 5 * f + 13 * t + 1}; }},
+      {"rounds", [q](int f, int t) { return (f + t + 1) * q + f; }},
+      {"one pair", [q](int f, int t) { return f == 0 && t == Size() - 1 ? 3 * q + 7 : 0; }},
+      {"all empty", [](int, int) { return int64_t{0}; }},
+  };
+  for (const auto& [name, sz] : cases) {
+    std::vector<int64_t> send, recv;
+    std::vector<uint8_t> in;
+    int64_t total = 0;
+    for (int k = 0; k < Size(); ++k) {
+      send.push_back(sz(Rank(), k));
+      recv.push_back(sz(k, Rank()));
+      for (int64_t i = 0; i < send.back(); ++i) in.push_back(byte(Rank(), k, i));
+      total += recv.back();
+    }
+    std::vector<uint8_t> out(static_cast<size_t>(total) + 1, 0xEE);
+    const Status s = shm->Alltoallv(in.data(), send, out.data(), recv);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.message();
+    size_t at = 0;
+    for (int k = 0; k < Size(); ++k) {
+      for (int64_t i = 0; i < recv[k]; ++i, ++at) {
+        ASSERT_EQ(out[at], byte(k, Rank(), i)) << name << ": from rank " << k << " byte " << i;
+      }
+    }
+    ASSERT_EQ(out[at], 0xEE) << name << ": wrote past the output";
+  }
+  // Still in step with the other collectives.
+  int32_t v = Rank() + 1;
+  ASSERT_TRUE(shm->Allreduce(&v, 1, DataType::kInt32, ReduceOp::kSum).ok());
+  EXPECT_EQ(v, Size() * (Size() + 1) / 2);
 }
 
 // The creator unlinks the name once everyone has mapped it.

@@ -270,4 +270,43 @@ Status ShmComm::Broadcast(void* buf, int64_t bytes, int root) {
   return Status::OK();
 }
 
+// Per round: the next q bytes for each member into my slot, member j's part
+// at j * q; barrier; my part of every member's slot copied out. The members
+// agree on the number of rounds (each knows only its own sends and
+// receives) through Member::rounds, read after the first round's barrier.
+Status ShmComm::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                          const std::vector<int64_t>& recv_bytes) {
+  if (!failed_.ok()) return Unusable();
+  const int64_t q = slot_bytes_ / size();
+  std::vector<int64_t> send_at(send_bytes.size() + 1, 0), recv_at(recv_bytes.size() + 1, 0);
+  int64_t longest = 0;
+  for (int k = 0; k < size(); ++k) {
+    send_at[k + 1] = send_at[k] + send_bytes[k];
+    recv_at[k + 1] = recv_at[k] + recv_bytes[k];
+    longest = std::max({longest, send_bytes[k], recv_bytes[k]});
+  }
+  const int64_t parity = round_ % 2;
+  int64_t rounds = std::max<int64_t>(1, (longest + q - 1) / q);
+  __atomic_store_n(&member(rank()).rounds[parity], rounds, __ATOMIC_RELAXED);
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t k = 0, done = 0; k < rounds; ++k, done += q, ++round_) {
+    for (int j = 0; j < size(); ++j) {
+      std::memcpy(slot(round_, rank()) + j * q, src + send_at[j] + done,
+                  static_cast<size_t>(Clamp(send_bytes[j] - done, q)));
+    }
+    HVD_RETURN_IF_ERROR(Guard(Barrier()));
+    if (k == 0) {
+      for (int r = 0; r < size(); ++r) {
+        rounds = std::max(rounds, __atomic_load_n(&member(r).rounds[parity], __ATOMIC_RELAXED));
+      }
+    }
+    for (int r = 0; r < size(); ++r) {
+      std::memcpy(dst + recv_at[r] + done, slot(round_, r) + rank() * q,
+                  static_cast<size_t>(Clamp(recv_bytes[r] - done, q)));
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace hvd

@@ -1,6 +1,6 @@
 // Host-local collectives through shared memory: a Comm for ranks that are
-// all on one host, whose allreduce, reduce-scatter, allgather and broadcast
-// go through one mapped segment instead of the backend's transport (Gloo:
+// all on one host, whose allreduce, reduce-scatter, allgather, broadcast and
+// alltoall go through one mapped segment instead of the backend's transport (Gloo:
 // loopback TCP, two kernel copies per byte and an event loop per
 // connection; MPI: messages through Open MPI's buffers, waited for by
 // busy-polling). Every other call stays on the backend's Comm.
@@ -11,7 +11,8 @@
 // call goes in rounds of at most one slot per member: each copies its part
 // into its slot, a barrier, each reduces its share of every slot (or copies
 // everyone's parts out), a second barrier where the round's results are read
-// by the others. A broadcast's round is the root's bytes in the whole set.
+// by the others. A broadcast's round is the root's bytes in the whole set;
+// an alltoall's, a part per destination in each member's slot.
 //
 // No hang: a barrier waits at most `timeout_s` (then HVD_ERR_TIMEOUT naming
 // the member waited for); a member whose process is gone fails it at once
@@ -51,12 +52,18 @@ class ShmComm : public ForwardingComm {
                        ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
+                   const std::vector<int64_t>& recv_bytes) override;
   void Abort() override;
 
  private:
   struct alignas(64) Member {
     uint64_t arrived;  // barriers passed (read and written with __atomic builtins)
     int32_t pid;
+    // Rounds an alltoall needs for this member's own sends and receives, by
+    // the parity of the call's first round (the others read it after that
+    // round's barrier; the next call writes the other one).
+    int64_t rounds[2];
   };
   Member& member(int r) const;
   uint8_t* slot(int64_t round, int r) const;
