@@ -157,6 +157,43 @@ static void sweep(int force) {
   PyMem_Free(done);
 }
 
+/* ------------------------------------------------------------------- Lease */
+/* Results without a copy: an hvd handle whose result memory (allgather,
+ * alltoall, reducescatter) a Python object borrows. take(hid), called by a
+ * Handle's finish, moves the handle into a Lease, which releases it when the
+ * last borrower is gone; the Handle then does not release it itself. */
+
+typedef struct {
+  PyObject ob_base; /* PyObject_HEAD */
+  hvd_handle id;
+} LeaseObject;
+
+static hvd_handle g_taken; /* the handle take() moved during the current finish */
+
+static void lease_dealloc(LeaseObject* self) {
+  hvd_release(self->id);
+  PyObject_Free(self);
+}
+
+static PyTypeObject LeaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hvd.Lease",
+    .tp_basicsize = sizeof(LeaseObject),
+    .tp_dealloc = (destructor)lease_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Owns a finished hvd handle whose result memory is borrowed; released when dropped.",
+};
+
+static PyObject* fast_take(PyObject* module, PyObject* arg) {
+  (void)module;
+  long long id = PyLong_AsLongLong(arg);
+  if (id == -1 && PyErr_Occurred()) return NULL;
+  LeaseObject* l = PyObject_New(LeaseObject, &LeaseType);
+  if (!l) return NULL;
+  l->id = id;
+  g_taken = id;
+  return (PyObject*)l;
+}
+
 /* ------------------------------------------------------------------ Handle */
 
 typedef struct {
@@ -189,10 +226,14 @@ static HandleObject* handle_new(hvd_handle id, PyObject* keep, PyObject* result)
 static void handle_complete(HandleObject* h, int status) {
   PyObject* finish = h->finish;
   h->finish = NULL;
+  hvd_handle outer = g_taken; /* a finish may complete other handles */
+  int taken = 0;
   if (status == HVD_OK) {
     if (finish) {
       PyObject* id = PyLong_FromLongLong(h->id);
+      g_taken = 0;
       PyObject* r = id ? PyObject_CallOneArg(finish, id) : NULL;
+      taken = g_taken == h->id;
       Py_XDECREF(id);
       if (r) {
         Py_XSETREF(h->result, r);
@@ -204,8 +245,9 @@ static void handle_complete(HandleObject* h, int status) {
     h->error = error_for(status); /* reads hvd_last_error before hvd_release */
     if (!h->error) h->error = take_exception();
   }
+  g_taken = outer;
   h->done = 1;
-  hvd_release(h->id);
+  if (!taken) hvd_release(h->id); /* else a Lease owns it now */
   Py_CLEAR(h->keep);
   Py_XDECREF(finish);
 }
@@ -794,6 +836,9 @@ static PyMethodDef module_methods[] = {
     {"poll", (PyCFunction)fast_poll, METH_O, "poll(handle) -> bool"},
     {"sweep", (PyCFunction)(void (*)(void))fast_sweep, METH_FASTCALL,
      "sweep(force=False): release dropped handles whose operations finished"},
+    {"take", (PyCFunction)fast_take, METH_O,
+     "take(hid) -> Lease: from a Handle's finish, keep handle hid (and its result's "
+     "memory) until the Lease is dropped"},
     {"orphan_count", (PyCFunction)fast_orphan_count, METH_NOARGS,
      "number of dropped handles still waiting for their operation"},
     {"dlpack_device", (PyCFunction)fast_dlpack_device, METH_O,
@@ -828,7 +873,10 @@ PyMODINIT_FUNC PyInit__hvd_fast(void) {
       return NULL;
     }
   }
-  if (PyType_Ready(&HandleType) < 0 || PyType_Ready(&SlotType) < 0) return NULL;
+  if (PyType_Ready(&HandleType) < 0 || PyType_Ready(&SlotType) < 0 ||
+      PyType_Ready(&LeaseType) < 0) {
+    return NULL;
+  }
   PyObject* m = PyModule_Create(&fast_module);
   if (!m) return NULL;
   Py_INCREF(&HandleType);

@@ -170,6 +170,39 @@ def test_reducescatter(world):
     np.testing.assert_array_equal(averaged, mine.astype(np.float64) * ((n + 1) / 2))
 
 
+def test_results_borrow_hvds_memory_until_dropped(world):
+    """allgather/alltoall/reducescatter results are hvd's own memory (no
+    copy): the handle stays alive while any view of the result does, and is
+    released with the last one."""
+    import gc
+    r, n = hvd.rank(), hvd.size()
+    h = hvd.allgather_async(np.full(300_000, r, np.float32), name="borrow.np")
+    hid = h._id
+    got = h.wait()
+    tail = got[-10:]  # a view: keeps the memory on its own
+    assert hvd_c.hvd_poll(hid) == hvd_c.HVD_OK  # not released: the result borrows it
+    del got, h
+    gc.collect()
+    assert hvd_c.hvd_poll(hid) == hvd_c.HVD_OK
+    assert tail.tolist() == [n - 1] * 10
+    del tail
+    gc.collect()
+    assert hvd_c.hvd_poll(hid) == hvd_c.HVD_ERR_INVALID_ARGUMENT  # released with the last view
+    t = hvd.alltoall_async(torch.arange(2 * n, dtype=torch.float64) + 10 * r, name="borrow.t")
+    thid = t._id
+    out = t.wait()
+    out_view = out.view(n, 2)
+    del out, t
+    gc.collect()
+    assert hvd_c.hvd_poll(thid) == hvd_c.HVD_OK
+    assert out_view[:, 0].tolist() == [10 * k + 2 * r for k in range(n)]
+    del out_view
+    gc.collect()
+    assert hvd_c.hvd_poll(thid) == hvd_c.HVD_ERR_INVALID_ARGUMENT
+    empty = hvd.allgather(np.zeros((0, 3), np.int32), name="borrow.empty")
+    assert empty.shape == (0, 3)
+
+
 # ------------------------------------------------------------------ async
 
 def test_async_handles(world):

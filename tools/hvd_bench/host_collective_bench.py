@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Times hvd.broadcast (from rank 0) or hvd.alltoall (equal splits) of
+"""Times hvd.broadcast (from rank 0; broadcast_: in place) or hvd.alltoall
+(equal splits) of
 ResNet-50's parameters (25,557,032 float32, 102 MB per rank), or of
 --floats N: median, min and max of --calls calls after 2 warm-up calls,
 printed by rank 0; every rank checks the values it got. Under mpirun with
@@ -17,7 +18,7 @@ import time
 import numpy as np
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--op", choices=["broadcast", "alltoall"], default="broadcast")
+ap.add_argument("--op", choices=["broadcast", "broadcast_", "alltoall"], default="broadcast")
 ap.add_argument("--floats", type=int, default=25_557_032)
 ap.add_argument("--calls", type=int, default=10)
 args = ap.parse_args()
@@ -39,14 +40,14 @@ y = np.empty_like(x)
 
 
 def fill(i):
-    if args.op == "broadcast":
+    if args.op.startswith("broadcast"):
         x[:] = i if rank == 0 else -1
     else:  # part d goes to rank d: rank * 1000 + d + i
         x.reshape(size, -1)[:] = (rank * 1000 + np.arange(size) + i)[:, None]
 
 
 def check(i, got, who):
-    if args.op == "broadcast":
+    if args.op.startswith("broadcast"):
         ok = got[0] == i and got[-1] == i
     else:  # part s came from rank s
         parts = got.reshape(size, -1)
@@ -58,11 +59,13 @@ def check(i, got, who):
 def run_hvd(i):
     if args.op == "broadcast":
         return hvd.broadcast(x, root_rank=0, name="b.%d" % i)
+    if args.op == "broadcast_":
+        return hvd.broadcast_(x, root_rank=0, name="b.%d" % i)
     return hvd.alltoall(x, name="a.%d" % i)
 
 
 def run_mpi(i):
-    if args.op == "broadcast":
+    if args.op.startswith("broadcast"):
         MPI.COMM_WORLD.Bcast(x, root=0)
         return x
     MPI.COMM_WORLD.Alltoall(x, y)

@@ -17,7 +17,6 @@ results come back as that.
 The common case, an allreduce of a contiguous CPU torch tensor, does not come
 here at all: hvd._hvd_fast reads the tensor in C (see ops.py).
 """
-import ctypes
 import datetime
 import sys
 
@@ -25,7 +24,7 @@ import numpy as np
 
 from . import _hvd_fast
 from . import hvd_c as _c
-from ._errors import HvdInvalidArgument, HvdUnsupportedError
+from ._errors import HvdInvalidArgument, HvdUnsupportedError, check
 
 SUPPORTED = ("uint8, int8, int32, int64, float16, bfloat16 (torch), float32, float64 and bool "
              "(sent as uint8)")
@@ -238,9 +237,25 @@ def cuda_stream_of(native):
     return None
 
 
-def copy_result(view, like):
-    """Copy hvd's result `view` (a DLTensor filled in by hvd_result) into a
-    new tensor of the same kind as `like` (numpy array or torch tensor)."""
+class _Borrowed:
+    """hvd's result memory seen as a byte array (numpy's array interface);
+    holds the Lease that keeps the memory until the last view is gone."""
+    __slots__ = ("__array_interface__", "lease")
+
+    def __init__(self, address, nbytes, lease):
+        self.__array_interface__ = {"data": (address, False), "shape": (nbytes,),
+                                    "typestr": "|u1", "version": 3}
+        self.lease = lease
+
+
+def result_of(hid, like):
+    """The hvd-owned result of finished handle `hid` (allgather, alltoall,
+    reducescatter) as a new tensor of the same kind as `like` (numpy array
+    or torch tensor), on hvd's memory without a copy: the handle moves into
+    a Lease that the tensor keeps, and is released with the tensor's last
+    view (hvd_release then returns the memory to hvd's cache)."""
+    view = _c.DLTensor(0, _c.kDLCPU, 0, 0, 0, 0)
+    check(_c.hvd_result(hid, view))
     code, bits = view.dtype.code, view.dtype.bits
     shape = tuple(view.shape_at(i) for i in range(view.ndim))
     nbytes = view.nbytes()
@@ -248,9 +263,10 @@ def copy_result(view, like):
         raise HvdUnsupportedError(
             "hvd's Python binding reads allgather/alltoall/reducescatter results from CPU memory "
             "only; move the tensor to the CPU first")
-    raw = np.empty(nbytes, dtype=np.uint8)
     if nbytes:
-        ctypes.memmove(raw.ctypes.data, view.data_address(), nbytes)
+        raw = np.asarray(_Borrowed(view.data_address(), nbytes, _hvd_fast.take(hid)))
+    else:
+        raw = np.empty(0, dtype=np.uint8)
     if is_torch(like):
         # Through bytes, so dtypes numpy lacks (bfloat16) work too.
         return _torch().from_numpy(raw).view(_TORCH_FROM_DL[(code, bits)]).reshape(shape)

@@ -16,8 +16,8 @@ from . import _hvd_fast
 from . import hvd_c as _c
 from ._errors import check
 from ._handle import Handle, ThreadHandle, sweep_orphans
-from ._tensor import (_CapsuleType, copy_of, copy_result, cuda_stream_of, dltensor, empty_like,
-                      from_capsule, is_torch, prepare)
+from ._tensor import (_CapsuleType, copy_of, cuda_stream_of, dltensor, empty_like, from_capsule,
+                      is_torch, prepare, result_of)
 from .process_sets import global_process_set, set_id
 
 Sum = _c.HVD_OP_SUM
@@ -45,12 +45,6 @@ def _submit(fn, *args):
     status, hid = fn(*args)
     check(status)
     return hid
-
-
-def _result_view(hid):
-    view = _c.DLTensor(0, _c.kDLCPU, 0, 0, 0, 0)
-    check(_c.hvd_result(hid, view))
-    return view
 
 
 def resolve_op(op, average):
@@ -222,7 +216,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     opts = _options(process_set, prep.native)
     hid = _submit(_c.hvd_allgather_async, name, d, opts)
     return Handle(hid, (prep, d, opts),
-                  lambda h: prep.to_caller(copy_result(_result_view(h), prep.native)))
+                  lambda h: prep.to_caller(result_of(h, prep.native)))
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
@@ -247,7 +241,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     nranks = _set_size(process_set)
 
     def finish(h):
-        output = prep.to_caller(copy_result(_result_view(h), prep.native))
+        output = prep.to_caller(result_of(h, prep.native))
         if splits is None:
             return output
         status, received, _count = _c.hvd_result_splits(h, nranks)
@@ -272,7 +266,7 @@ def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, post
     opts = _options(process_set, prep.native, prescale_factor, postscale_factor)
     hid = _submit(_c.hvd_reducescatter_async, name, d, op, opts)
     return Handle(hid, (prep, d, opts),
-                  lambda h: prep.to_caller(copy_result(_result_view(h), prep.native)))
+                  lambda h: prep.to_caller(result_of(h, prep.native)))
 
 
 def reducescatter(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0,
