@@ -14,16 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "core/common/host_buffer.h"
 #include "core/common/status.h"
 #include "core/common/types.h"
-#include "core/tensor/result_buffer.h"
 
 namespace hvd {
 
 // The result of an op whose output hvd allocates (allgather, alltoall,
 // reducescatter): either owned here or written to caller-allocated memory.
 struct OpResult {
-  ResultBuffer owned;
+  HostBuffer owned;
   // hvd-owned CUDA memory behind `data` for GPU results without a caller
   // allocator (type-erased so this header needs no CUDA); freed with the handle.
   std::shared_ptr<void> device_owned;

@@ -28,7 +28,7 @@ void* TensorEntry::AllocateResult(size_t nbytes, const std::vector<int64_t>& sha
   // Also when the caller's allocator failed: this rank must still take part
   // in the collective (the others are already in it), so it receives into
   // memory of its own and reports the error afterwards.
-  r.owned = ResultBuffer(nbytes);
+  r.owned = HostBuffer(nbytes);
   r.data = r.owned.data();
   return r.data;
 }

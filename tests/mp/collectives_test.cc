@@ -603,6 +603,29 @@ TEST(Reducescatter, OddRowsSumAndAverage) {
   }
 }
 
+// Larger than the allreduce chunk (512 KiB on one host, 4 MiB across): the
+// MPI backend then goes in rounds through a staging buffer; uneven blocks.
+TEST(Reducescatter, LargeUnevenInRounds) {
+  const int64_t n = 1100000 + N() + 1;  // int32: > 4 MiB
+  Tensor in(T::i32, {n});
+  for (int64_t row = 0; row < n; ++row) in.Set(row, R() + row % 1000);
+  hvd_handle h;
+  ASSERT_EQ(hvd_reducescatter_async("rs.large", in.dl(), HVD_OP_SUM, nullptr, &h), HVD_OK)
+      << hvd_last_error();
+  ASSERT_EQ(hvd_wait(h, 120000), HVD_OK) << hvd_last_error();
+  DLTensor res;
+  ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+  const int64_t my_rows = n / N() + (R() < n % N() ? 1 : 0);
+  int64_t first = 0;
+  for (int k = 0; k < R(); ++k) first += n / N() + (k < n % N() ? 1 : 0);
+  ASSERT_EQ(res.shape[0], my_rows);
+  const auto* v = static_cast<const int32_t*>(res.data);
+  for (int64_t i = 0; i < my_rows; ++i) {
+    ASSERT_EQ(v[i], N() * (N() - 1) / 2 + N() * ((first + i) % 1000)) << "row " << first + i;
+  }
+  hvd_release(h);
+}
+
 TEST(Reducescatter, SeveralInFlightAreFusedCorrectly) {
   // Different row counts and widths; submitted together so they fuse.
   const int64_t dims[3][2] = {{2 * N() + 1, 3}, {N(), 1}, {1, 4}};

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "core/common/block_pool.h"
+#include "core/common/host_buffer.h"
 #include "core/runtime/handle_table.h"
 #include "core/runtime/pending_entries.h"
 #include "core/runtime/tensor_queue.h"
-#include "core/tensor/result_buffer.h"
 
 namespace hvd {
 namespace {
@@ -347,39 +347,39 @@ TEST(BlockPool, ReusesBlocksAcrossThreads) {
 // Large results come back mapped and are reused by the next result of a
 // fitting size (the pages stay faulted in); small ones use the heap; the
 // cache stays within its bounds; moves hand the memory over.
-TEST(ResultBuffer, ReusesLargeMappingsWithinBounds) {
+TEST(HostBuffer, ReusesLargeMappingsWithinBounds) {
   const size_t mib = size_t{1} << 20;
-  ResultBuffer small(1000);
+  HostBuffer small(1000);
   ASSERT_NE(small.data(), nullptr);
   EXPECT_EQ(small.capacity(), 0u);
-  const size_t before = ResultBuffer::CachedBytesNow();
+  const size_t before = HostBuffer::CachedBytesNow();
   const uint8_t* where = nullptr;
   {
-    ResultBuffer big(3 * mib);
+    HostBuffer big(3 * mib);
     ASSERT_NE(big.data(), nullptr);
     EXPECT_EQ(big.capacity(), 4 * mib);  // whole huge pages
     std::fill(big.data(), big.data() + big.size(), uint8_t{7});
     where = big.data();
-    ResultBuffer moved(std::move(big));
+    HostBuffer moved(std::move(big));
     EXPECT_EQ(big.data(), nullptr);
     EXPECT_EQ(moved.data(), where);
   }
-  EXPECT_EQ(ResultBuffer::CachedBytesNow(), before + 4 * mib);
+  EXPECT_EQ(HostBuffer::CachedBytesNow(), before + 4 * mib);
   {
-    ResultBuffer tiny_for_it(mib + 1);  // 4 MiB would waste more than as much again
+    HostBuffer tiny_for_it(mib + 1);  // 4 MiB would waste more than as much again
     EXPECT_NE(tiny_for_it.data(), where);
-    ResultBuffer again(2 * mib + 5);
+    HostBuffer again(2 * mib + 5);
     EXPECT_EQ(again.data(), where);
     EXPECT_EQ(again.size(), 2 * mib + 5);
     EXPECT_EQ(again.data()[0], 7);  // the same pages, not zeroed
   }
   {
-    std::vector<ResultBuffer> many;
-    for (size_t i = 0; i < ResultBuffer::kCachedBuffers + 4; ++i) many.emplace_back(2 * mib);
+    std::vector<HostBuffer> many;
+    for (size_t i = 0; i < HostBuffer::kCachedBuffers + 4; ++i) many.emplace_back(2 * mib);
   }
-  EXPECT_LE(ResultBuffer::CachedBytesNow(), ResultBuffer::kCachedBuffers * 4 * mib);
-  { ResultBuffer huge(ResultBuffer::kCachedBytes + mib); }
-  EXPECT_LE(ResultBuffer::CachedBytesNow(), ResultBuffer::kCachedBytes);
+  EXPECT_LE(HostBuffer::CachedBytesNow(), HostBuffer::kCachedBuffers * 4 * mib);
+  { HostBuffer huge(HostBuffer::kCachedBytes + mib); }
+  EXPECT_LE(HostBuffer::CachedBytesNow(), HostBuffer::kCachedBytes);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "core/backends/gloo/gloo_error.h"
 #include "core/backends/gloo/gloo_reduce.h"
 #include "core/backends/tcp/tcp_channel.h"
+#include "core/common/host_buffer.h"
 
 namespace hvd {
 
@@ -292,19 +293,21 @@ Status GlooComm::Reducescatter(const void* in, void* out, const std::vector<int6
   // partial sum of block (r-s-1) to r+1 and folds block (r-s-2) from r-1
   // into its own; after size-1 steps block r holds every rank's share.
   // Each block crosses each link once: half the traffic of an allreduce.
-  std::vector<unsigned char> scratch(offsets[size_]);
-  if (!scratch.empty()) std::memcpy(scratch.data(), in, scratch.size());
+  // Scratch from HostBuffer: fresh pages for every call cost more than the
+  // ring itself on large inputs (host_buffer.h).
+  HostBuffer scratch(offsets[size_]);
+  if (scratch.size() > 0) std::memcpy(scratch.data(), in, scratch.size());
   size_t max_block = 0;
   for (int r = 0; r < size_; ++r) max_block = std::max(max_block, offsets[r + 1] - offsets[r]);
-  std::vector<unsigned char> incoming(max_block);
+  HostBuffer incoming(max_block);
   const int next = (rank_ + 1) % size_;
   const int prev = (rank_ + size_ - 1) % size_;
   const uint64_t slot = gloo::Slot::build(kHvdReduceScatterSlotPrefix, 0);
   const auto timeout = shared_->op_timeout;
   HVD_RETURN_IF_ERROR(Run("reducescatter", [&] {
-    if (scratch.empty()) return;  // nothing anywhere: every rank skips alike
+    if (scratch.size() == 0) return;  // nothing anywhere: every rank skips alike
     auto send_buf = context_->createUnboundBuffer(scratch.data(), scratch.size());
-    auto recv_buf = context_->createUnboundBuffer(Mutable(incoming.data()), incoming.size());
+    auto recv_buf = context_->createUnboundBuffer(incoming.data(), incoming.size());
     for (int step = 0; step < size_ - 1; ++step) {
       const int sb = ((rank_ - step - 1) % size_ + size_) % size_;
       const int rb = ((rank_ - step - 2) % size_ + size_) % size_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <functional>
 #include <thread>
 
@@ -10,6 +11,7 @@
 #include "core/backends/mpi/mpi_tcp_defaults.h"
 #include "core/backends/registry.h"
 #include "core/backends/tcp/tcp_channel.h"
+#include "core/common/host_buffer.h"
 #include "core/common/logging.h"
 
 namespace hvd {
@@ -115,15 +117,50 @@ Status MpiComm::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes
       "Alltoallv");
 }
 
+// Above chunk_bytes_ in rounds of q elements of every block, packed into a
+// staging buffer: Open MPI's reduce_scatter allocates a temporary as large
+// as its input on every call, fresh pages each time for large inputs (102 MB
+// took 600-700 ms on the project's VM, MPI_Reduce of it 18 ms).
 Status MpiComm::Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
                               DataType dt, ReduceOp op) {
-  std::vector<int> c(static_cast<size_t>(size_));
-  for (int r = 0; r < size_; ++r) {
-    if (!FitsInt(counts[r])) return TooLarge("reduce_scatter");
-    c[r] = static_cast<int>(counts[r]);
+  const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
+  int64_t total = 0, longest = 0;
+  for (int64_t c : counts) {
+    total += c;
+    longest = std::max(longest, c);
   }
-  return Check(MPI_Reduce_scatter(in, out, c.data(), ToMpiType(dt), ToMpiOp(dt, op), comm_),
-               "Reduce_scatter");
+  int64_t q = longest;
+  if (chunk_bytes_ > 0 && total * esize > chunk_bytes_) {
+    q = std::max<int64_t>(1, chunk_bytes_ / esize / size_);
+  }
+  if (q >= longest) {  // one call, no staging
+    std::vector<int> c(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      if (!FitsInt(counts[r])) return TooLarge("reduce_scatter");
+      c[r] = static_cast<int>(counts[r]);
+    }
+    return Check(MPI_Reduce_scatter(in, out, c.data(), ToMpiType(dt), ToMpiOp(dt, op), comm_),
+                 "Reduce_scatter");
+  }
+  std::vector<int64_t> start(static_cast<size_t>(size_), 0);
+  for (int r = 1; r < size_; ++r) start[r] = start[r - 1] + counts[r - 1];
+  HostBuffer staging(static_cast<size_t>(q * size_ * esize));
+  std::vector<int> c(static_cast<size_t>(size_));
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t done = 0; done < longest; done += q) {
+    uint8_t* p = staging.data();
+    for (int r = 0; r < size_; ++r) {
+      const int64_t n = std::max<int64_t>(0, std::min(q, counts[r] - done));
+      if (n > 0) std::memcpy(p, src + (start[r] + done) * esize, static_cast<size_t>(n * esize));
+      p += n * esize;
+      c[r] = static_cast<int>(n);
+    }
+    HVD_RETURN_IF_ERROR(Check(MPI_Reduce_scatter(staging.data(), dst + done * esize, c.data(),
+                                                 ToMpiType(dt), ToMpiOp(dt, op), comm_),
+                              "Reduce_scatter"));
+  }
+  return Status::OK();
 }
 
 Status MpiComm::Barrier() {

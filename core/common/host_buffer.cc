@@ -1,4 +1,4 @@
-#include "core/tensor/result_buffer.h"
+#include "core/common/host_buffer.h"
 
 #include <sys/mman.h>
 
@@ -67,7 +67,7 @@ void GiveBack(Mapping m) {
     std::lock_guard<std::mutex> lock(c.mu);
     c.free.push_back(m);
     c.bytes += m.capacity;
-    while (c.bytes > ResultBuffer::kCachedBytes || c.free.size() > ResultBuffer::kCachedBuffers) {
+    while (c.bytes > HostBuffer::kCachedBytes || c.free.size() > HostBuffer::kCachedBuffers) {
       c.bytes -= c.free.front().capacity;
       drop.push_back(c.free.front());
       c.free.pop_front();
@@ -78,7 +78,7 @@ void GiveBack(Mapping m) {
 
 }  // namespace
 
-ResultBuffer::ResultBuffer(size_t bytes) : size_(bytes) {
+HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
   if (bytes >= kMappedBytes) {
     Mapping m = TakeCached(bytes);
@@ -90,12 +90,12 @@ ResultBuffer::ResultBuffer(size_t bytes) : size_(bytes) {
   if (!data_) throw std::bad_alloc();
 }
 
-ResultBuffer::ResultBuffer(ResultBuffer&& o) noexcept
+HostBuffer::HostBuffer(HostBuffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)),
       size_(std::exchange(o.size_, 0)),
       capacity_(std::exchange(o.capacity_, 0)) {}
 
-ResultBuffer& ResultBuffer::operator=(ResultBuffer&& o) noexcept {
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   if (this != &o) {
     Release();
     data_ = std::exchange(o.data_, nullptr);
@@ -105,7 +105,7 @@ ResultBuffer& ResultBuffer::operator=(ResultBuffer&& o) noexcept {
   return *this;
 }
 
-void ResultBuffer::Release() {
+void HostBuffer::Release() {
   if (!data_) return;
   if (capacity_ > 0) {
     GiveBack({data_, capacity_});
@@ -116,7 +116,7 @@ void ResultBuffer::Release() {
   size_ = capacity_ = 0;
 }
 
-size_t ResultBuffer::CachedBytesNow() {
+size_t HostBuffer::CachedBytesNow() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   return c.bytes;
