@@ -570,6 +570,26 @@ TEST(Alltoall, UnevenSplitsAndEqualSplits) {
   EXPECT_NE(std::string(hvd_last_error()).find("splits"), std::string::npos);
 }
 
+// This rank's block of a reduce-scatter over n rows: the first n % N()
+// ranks get one row more.
+struct Block {
+  int64_t rows, first;
+};
+Block MyBlock(int64_t n) {
+  Block b{n / N() + (R() < n % N() ? 1 : 0), 0};
+  for (int k = 0; k < R(); ++k) b.first += n / N() + (k < n % N() ? 1 : 0);
+  return b;
+}
+
+// Submits a reduce-scatter of `in`, waits, and fills *res with its result.
+void ReduceScatter(const std::string& name, Tensor& in, hvd_reduce_op op, hvd_handle* h,
+                   DLTensor* res) {
+  ASSERT_EQ(hvd_reducescatter_async(name.c_str(), in.dl(), op, nullptr, h), HVD_OK)
+      << hvd_last_error();
+  ASSERT_EQ(hvd_wait(*h, 120000), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(hvd_result(*h, res), HVD_OK);
+}
+
 TEST(Reducescatter, OddRowsSumAndAverage) {
   const int64_t n = 2 * N() + 1, cols = 2;
   for (hvd_reduce_op op : {HVD_OP_SUM, HVD_OP_AVERAGE}) {
@@ -580,19 +600,14 @@ TEST(Reducescatter, OddRowsSumAndAverage) {
       }
       std::string name = "rs." + std::to_string(op) + hvdtest::Name(t);
       hvd_handle h;
-      ASSERT_EQ(hvd_reducescatter_async(name.c_str(), in.dl(), op, nullptr, &h), HVD_OK)
-          << hvd_last_error();
-      ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
       DLTensor res;
-      ASSERT_EQ(hvd_result(h, &res), HVD_OK);
-      const int64_t my_rows = n / N() + (R() < n % N() ? 1 : 0);
-      int64_t first = 0;
-      for (int k = 0; k < R(); ++k) first += n / N() + (k < n % N() ? 1 : 0);
-      ASSERT_EQ(res.shape[0], my_rows);
+      ASSERT_NO_FATAL_FAILURE(ReduceScatter(name, in, op, &h, &res));
+      const Block b = MyBlock(n);
+      ASSERT_EQ(res.shape[0], b.rows);
       const auto* p = static_cast<const uint8_t*>(res.data);
-      for (int64_t row = 0; row < my_rows; ++row) {
+      for (int64_t row = 0; row < b.rows; ++row) {
         for (int64_t c = 0; c < cols; ++c) {
-          double sum = N() * (N() + 1) / 2.0 + N() * (first + row + c);
+          double sum = N() * (N() + 1) / 2.0 + N() * (b.first + row + c);
           double e =
               op == HVD_OP_SUM ? sum : (hvdtest::IsFloat(t) ? sum / N() : std::llround(sum / N()));
           EXPECT_NEAR(Tensor::Load(p + (row * cols + c) * hvdtest::Size(t), t), e, 1e-5) << name;
@@ -610,18 +625,13 @@ TEST(Reducescatter, LargeUnevenInRounds) {
   Tensor in(T::i32, {n});
   for (int64_t row = 0; row < n; ++row) in.Set(row, R() + row % 1000);
   hvd_handle h;
-  ASSERT_EQ(hvd_reducescatter_async("rs.large", in.dl(), HVD_OP_SUM, nullptr, &h), HVD_OK)
-      << hvd_last_error();
-  ASSERT_EQ(hvd_wait(h, 120000), HVD_OK) << hvd_last_error();
   DLTensor res;
-  ASSERT_EQ(hvd_result(h, &res), HVD_OK);
-  const int64_t my_rows = n / N() + (R() < n % N() ? 1 : 0);
-  int64_t first = 0;
-  for (int k = 0; k < R(); ++k) first += n / N() + (k < n % N() ? 1 : 0);
-  ASSERT_EQ(res.shape[0], my_rows);
+  ASSERT_NO_FATAL_FAILURE(ReduceScatter("rs.large", in, HVD_OP_SUM, &h, &res));
+  const Block b = MyBlock(n);
+  ASSERT_EQ(res.shape[0], b.rows);
   const auto* v = static_cast<const int32_t*>(res.data);
-  for (int64_t i = 0; i < my_rows; ++i) {
-    ASSERT_EQ(v[i], N() * (N() - 1) / 2 + N() * ((first + i) % 1000)) << "row " << first + i;
+  for (int64_t i = 0; i < b.rows; ++i) {
+    ASSERT_EQ(v[i], N() * (N() - 1) / 2 + N() * ((b.first + i) % 1000)) << "row " << b.first + i;
   }
   hvd_release(h);
 }
@@ -642,14 +652,12 @@ TEST(Reducescatter, SeveralInFlightAreFusedCorrectly) {
     ASSERT_EQ(hvd_wait(hs[t], 60000), HVD_OK) << hvd_last_error();
     DLTensor res;
     ASSERT_EQ(hvd_result(hs[t], &res), HVD_OK);
-    const int64_t n = dims[t][0], cols = dims[t][1];
-    const int64_t my_rows = n / N() + (R() < n % N() ? 1 : 0);
-    int64_t first = 0;
-    for (int k = 0; k < R(); ++k) first += n / N() + (k < n % N() ? 1 : 0);
-    ASSERT_EQ(res.shape[0], my_rows);
+    const int64_t cols = dims[t][1];
+    const Block b = MyBlock(dims[t][0]);
+    ASSERT_EQ(res.shape[0], b.rows);
     const double* v = static_cast<const double*>(res.data);
-    for (int64_t i = 0; i < my_rows * cols; ++i) {
-      EXPECT_EQ(v[i], N() * (100.0 * t + first * cols + i) + N() * (N() - 1) / 2.0)
+    for (int64_t i = 0; i < b.rows * cols; ++i) {
+      EXPECT_EQ(v[i], N() * (100.0 * t + b.first * cols + i) + N() * (N() - 1) / 2.0)
           << "tensor " << t << " element " << i;
     }
     hvd_release(hs[t]);
