@@ -16,13 +16,20 @@
 
 namespace hvd {
 
+// The spin-wait hint: lets the sibling hyperthread run and saves power.
+inline void CpuRelax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 class SpinLock {
  public:
   void lock() noexcept {
     while (locked_.exchange(true, std::memory_order_acquire)) {
       for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
         if (spins < kSpins) {
-          Pause();
+          CpuRelax();
         } else {
           std::this_thread::yield();
           spins = 0;
@@ -38,11 +45,6 @@ class SpinLock {
 
  private:
   static constexpr int kSpins = 64;
-  static void Pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
 
   std::atomic<bool> locked_{false};
 };

@@ -1,6 +1,5 @@
 #include "core/backends/shm/shm_comm.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,10 +7,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <thread>
 
+#include "core/backends/shm/futex.h"
 #include "core/backends/tcp/tcp_link.h"
 #include "core/common/reduce.h"
+#include "core/common/spin_lock.h"
 
 namespace hvd {
 namespace {
@@ -58,6 +58,15 @@ Status MapSegment(Comm& c, size_t bytes, ShmSegment* seg) {
   return s;
 }
 
+// A barrier spins this long before it sleeps: long enough to cover the
+// others' copy of a slot when every member can have a core of its own;
+// hardly at all when members outnumber the cores, where a spin only delays
+// the member it waits for.
+std::chrono::nanoseconds SpinBudget(int members) {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return members <= cores ? std::chrono::microseconds(100) : std::chrono::microseconds(2);
+}
+
 }  // namespace
 
 Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t slot_bytes,
@@ -94,7 +103,8 @@ ShmComm::ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segm
       segment_(std::move(segment)),
       slot_bytes_(slot_bytes),
       timeout_s_(timeout_s),
-      check_pids_(check_pids) {}
+      check_pids_(check_pids),
+      spin_(SpinBudget(size())) {}
 
 ShmComm::Member& ShmComm::member(int r) const {
   return reinterpret_cast<Member*>(segment_->data())[r];
@@ -120,39 +130,60 @@ Status ShmComm::Unusable() const {
                                     failed_.message());
 }
 
+// Arrival publishes the count, then wakes the members asleep on it. The
+// seq_cst pair (seq here, waiters in SleepUntil) means either this sees a
+// sleeper or the sleeper sees the new count before it sleeps.
 Status ShmComm::Barrier() {
   ++passed_;
-  __atomic_store_n(&member(rank()).arrived, passed_, __ATOMIC_RELEASE);
+  Member& me = member(rank());
+  __atomic_store_n(&me.arrived, passed_, __ATOMIC_RELEASE);
+  __atomic_store_n(&me.seq, static_cast<uint32_t>(passed_), __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&me.waiters, __ATOMIC_SEQ_CST) > 0) FutexWakeAll(&me.seq);
   for (int r = 0; r < size(); ++r) {
     if (r != rank()) HVD_RETURN_IF_ERROR(WaitFor(r, passed_));
   }
   return Status::OK();
 }
 
-// Spins briefly (the others are usually a copy away), then yields the core
-// (ranks may outnumber cores), then sleeps, checking the member's process,
-// the deadline and Abort.
+// Spins while the others are likely a copy away, then sleeps until the
+// member arrives. Never sched_yield: where other work shares the core, a
+// yield hands it the core for a whole time slice, and every barrier of a
+// large allreduce pays that (docs/benchmarks.md, "Speed in every launch").
 Status ShmComm::WaitFor(int r, uint64_t target) {
   const uint64_t* arrived = &member(r).arrived;
+  if (__atomic_load_n(arrived, __ATOMIC_ACQUIRE) >= target) return Status::OK();
   const auto start = std::chrono::steady_clock::now();
-  auto pause = std::chrono::microseconds(5);
-  for (int i = 0;; ++i) {
-    if (__atomic_load_n(arrived, __ATOMIC_ACQUIRE) >= target) return Status::OK();
-    if (i < 64) continue;
+  const auto spin_until = start + spin_;
+  do {
+    for (int i = 0; i < 64; ++i) {
+      if (__atomic_load_n(arrived, __ATOMIC_ACQUIRE) >= target) return Status::OK();
+      CpuRelax();
+    }
+  } while (std::chrono::steady_clock::now() < spin_until);
+  uint32_t* waiters = &member(r).waiters;
+  __atomic_add_fetch(waiters, 1, __ATOMIC_SEQ_CST);
+  const Status s = SleepUntil(r, target, start);
+  __atomic_sub_fetch(waiters, 1, __ATOMIC_SEQ_CST);
+  return s;
+}
+
+// Asleep on the member's futex word in slices; between slices it checks
+// Abort, the member's process and the deadline, and progresses this rank's
+// transport (the others may wait for a message only it can deliver:
+// Comm::Progress).
+Status ShmComm::SleepUntil(int r, uint64_t target, std::chrono::steady_clock::time_point start) {
+  constexpr int64_t kSliceNs = 1000000;
+  Member& m = member(r);
+  for (;;) {
+    const uint32_t seen = __atomic_load_n(&m.seq, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&m.arrived, __ATOMIC_SEQ_CST) >= target) return Status::OK();
     if (aborted_.load(std::memory_order_relaxed)) {
       return Status::Backend(std::string(kWhat) + ": aborted");
     }
-    // The others may wait for a message this rank's transport has yet to
-    // deliver (Comm::Progress).
     inner().Progress();
-    if (i < 2000) {
-      sched_yield();
-      continue;
-    }
-    const int32_t pid = member(r).pid;
-    if (check_pids_ && ::kill(pid, 0) != 0 && errno == ESRCH) {
+    if (check_pids_ && ::kill(m.pid, 0) != 0 && errno == ESRCH) {
       return Status::PeerLost(std::string(kWhat) + ": the process of member " + std::to_string(r) +
-                              " of this host's group (pid " + std::to_string(pid) + ") is gone");
+                              " of this host's group (pid " + std::to_string(m.pid) + ") is gone");
     }
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -161,8 +192,7 @@ Status ShmComm::WaitFor(int r, uint64_t target) {
                              " of this host's group did not arrive within " +
                              std::to_string(timeout_s_) + " s");
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(200));
+    FutexWait(&m.seq, seen, kSliceNs);
   }
 }
 

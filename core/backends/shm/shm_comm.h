@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,6 +60,8 @@ class ShmComm : public ForwardingComm {
  private:
   struct alignas(64) Member {
     uint64_t arrived;  // barriers passed (read and written with __atomic builtins)
+    uint32_t seq;      // arrived's low half: the futex word its waiters sleep on
+    uint32_t waiters;  // members asleep on seq (the arrival wakes them only then)
     int32_t pid;
     // Rounds an alltoall needs for this member's own sends and receives, by
     // the parity of the call's first round (the others read it after that
@@ -71,12 +74,14 @@ class ShmComm : public ForwardingComm {
   Status Unusable() const;
   Status Barrier();
   Status WaitFor(int r, uint64_t target);
+  Status SleepUntil(int r, uint64_t target, std::chrono::steady_clock::time_point start);
   Status RunAllreduce(const uint8_t* in, uint8_t* out, int64_t count, DataType dt, ReduceOp op);
 
   std::unique_ptr<ShmSegment> segment_;
   int64_t slot_bytes_;
   double timeout_s_;
-  bool check_pids_;  // peers' pids are visible here (one pid namespace)
+  bool check_pids_;                // peers' pids are visible here (one pid namespace)
+  std::chrono::nanoseconds spin_;  // how long a barrier spins before it sleeps
   uint64_t passed_ = 0;
   int64_t round_ = 0;
   std::atomic<bool> aborted_{false};
