@@ -35,8 +35,8 @@ MCA=lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 PMIX=lib/x86_64-linux-gnu/pmix2
 mkdir -p "$P/bin" "$P/$MCA" "$P/share" "$P/etc" "$P/$PMIX/lib/pmix" "$P/$PMIX/share" "$P/lib/hwloc"
 cp -L /usr/bin/orterun /usr/bin/orted /usr/bin/ompi_info "$P/bin/"
-ln -s orterun "$P/bin/mpirun"
-ln -s orterun "$P/bin/mpiexec"
+cp "$P/bin/orterun" "$P/bin/mpirun"  # copies: a symbolic link may not travel
+cp "$P/bin/orterun" "$P/bin/mpiexec"
 cp -r /usr/share/openmpi "$P/share/"
 rm -f "$P"/share/openmpi/*wrapper-data.txt
 cp /etc/openmpi/openmpi-mca-params.conf /etc/openmpi/openmpi-default-hostfile "$P/etc/"

@@ -19,9 +19,10 @@
 #              in OUTDIR (about 5 minutes on 16 cores)
 #   mpi        mpi-smoke, mpi-tests, mpi-bench
 #   gpu_bundle_run.sh [MODE] [OUTDIR]   (default all; OUTDIR default ./gpu_results)
-# Knobs for mpi-bench: MPI_NPS ("2 4 8 16"), MPI_REPS (3), MPI_ROUNDS,
-# MPI_ITERS, MPI_WARMUP (see the defaults below); MPI_SINGLE_COPY (cma or
-# none; default: cma when a probe run at np=2 works, else none).
+# Knobs for mpi-bench: MPI_NPS ("2 4 8 16"), MPI_REPS (3), MPI_ROUNDS (1),
+# MPI_ITERS (5), MPI_WARMUP (2) for W1,W2,W5 (W4: 50 + 5), MPI_BUDGET_S (300:
+# no launch starts after that); MPI_SINGLE_COPY (cma or none; default: cma
+# when a probe run at np=2 works, else none).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WHAT=${1:-all}
@@ -93,7 +94,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_btl_base_warn_component_unused=0 \
   OMPI_MCA_oob_tcp_if_include=lo
 # vader puts its segments in /dev/shm; a container's is often 64 MiB.
-if (($(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}' || echo 0) < 1048576)); then
+shm_kb=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}')
+if ((${shm_kb:-0} < 1048576)); then
   export OMPI_MCA_btl_vader_backing_directory=/tmp
 fi
 MPIRUN=(mpirun --bind-to none --oversubscribe)
@@ -118,29 +120,42 @@ if [[ $WHAT == mpi-smoke || $WHAT == mpi ]]; then
 fi
 if [[ $WHAT == mpi-tests || $WHAT == mpi ]]; then
   T=$B/hvd_gpu_collectives_test
-  run gpu.collectives.np1.nccl.mpirun timeout 300 "${MPIRUN[@]}" -np 1 "$T"
+  M="HVD_CONTROLLER=mpi HVD_CPU_OPERATIONS=mpi"
+  run gpu.collectives.np1.nccl.mpirun $M timeout 300 "${MPIRUN[@]}" -np 1 "$T"
   for fusion in fused unfused; do
     f=HVD_FUSION_THRESHOLD=67108864; [[ $fusion == unfused ]] && f=HVD_FUSION_THRESHOLD=0
-    run gpu.collectives.np2.staging.mpi.$fusion timeout 300 "${MPIRUN[@]}" -np 2 -x $f \
-      -x HVD_GPU_OPERATIONS=mpi "$T"
+    run gpu.collectives.np2.staging.mpi.$fusion $M HVD_GPU_OPERATIONS=mpi $f \
+      timeout 300 "${MPIRUN[@]}" -np 2 "$T"
   done
-  run bench.gpu.np2.staging.mpi timeout 120 "${MPIRUN[@]}" -np 2 -x HVD_GPU_OPERATIONS=mpi \
-    "$B/hvd_gpu_bench" --workloads W1,W2,W5 --rounds 3 $S --csv "$OUTDIR/gpu_np2_staging_mpi.csv"
+  run bench.gpu.np2.staging.mpi $M HVD_GPU_OPERATIONS=mpi timeout 120 "${MPIRUN[@]}" -np 2 \
+    "$B/hvd_gpu_bench" --workloads W1,W2,W5 --rounds 3 $S
 fi
 if [[ $WHAT == mpi-bench || $WHAT == mpi ]]; then
   # One round per launch (the launches give the spread); iteration counts
-  # sized for about 5 minutes in all at np=2..16 on 16 cores.
+  # sized for about 5 minutes in all at np=2..16 on 16 cores. Launches that
+  # would start after MPI_BUDGET_S seconds are skipped (np alternates, so
+  # the first repetitions cover every np).
   ROUNDS=${MPI_ROUNDS:-1} ITERS=${MPI_ITERS:-5} WARMUP=${MPI_WARMUP:-2}
+  end=$((SECONDS + ${MPI_BUDGET_S:-300}))
+  all=$OUTDIR/cpu_mpi_all.csv
+  echo "np,rep,workload,impl,median_ms,min_ms,max_ms,busbw_gbs,ratio_to_best_raw" >"$all"
   for rep in $(seq 1 "${MPI_REPS:-3}"); do
     for np in ${MPI_NPS:-2 4 8 16}; do
-      run bench.cpu.mpi.np$np.W125.rep$rep timeout 120 "${MPIRUN[@]}" -np "$np" "$B/hvd_bench" \
-        --workloads W1,W2,W5 --rounds "$ROUNDS" --iters "$ITERS" --warmup "$WARMUP" $S \
-        --csv "$OUTDIR/cpu_mpi_np${np}_W125_rep$rep.csv"
-      run bench.cpu.mpi.np$np.W4.rep$rep timeout 60 "${MPIRUN[@]}" -np "$np" "$B/hvd_bench" \
-        --workloads W4 --rounds "$ROUNDS" --iters 50 --warmup 5 $S \
-        --csv "$OUTDIR/cpu_mpi_np${np}_W4_rep$rep.csv"
+      for set in W125 W4; do
+        if ((SECONDS >= end)); then echo "=== bench.cpu.mpi.np$np.$set.rep$rep: SKIPPED (budget)"; continue; fi
+        if [[ $set == W125 ]]; then
+          w=(--workloads W1,W2,W5 --iters "$ITERS" --warmup "$WARMUP"); limit=120
+        else
+          w=(--workloads W4 --iters 50 --warmup 5); limit=60
+        fi
+        csv=$OUTDIR/cpu_mpi_np${np}_${set}_rep$rep.csv
+        run bench.cpu.mpi.np$np.$set.rep$rep timeout $limit "${MPIRUN[@]}" -np "$np" \
+          "$B/hvd_bench" "${w[@]}" --rounds "$ROUNDS" $S --csv "$csv"
+        [[ -f $csv ]] && tail -n +2 "$csv" | sed "s/^/$np,$rep,/" >>"$all"
+      done
     done
   done
+  echo "all rows: $all"
 fi
 echo "GPU suite: $fails failed"
 exit $((fails > 0))
