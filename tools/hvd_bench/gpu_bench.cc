@@ -241,6 +241,15 @@ void PrintHeader(const std::vector<Workload>& workloads, int size, int rounds) {
               "min ms", "max ms", "÷ best");
 }
 
+// The launcher's value of VAR: hvdrun sets HVD_<VAR>, Open MPI's mpirun
+// OMPI_COMM_WORLD_<VAR>; -1 when neither is set.
+int LaunchEnv(const char* var) {
+  for (const char* prefix : {"HVD_", "OMPI_COMM_WORLD_"}) {
+    if (const char* v = std::getenv((std::string(prefix) + var).c_str())) return std::atoi(v);
+  }
+  return -1;
+}
+
 }  // namespace
 }  // namespace hvdbench
 
@@ -255,13 +264,12 @@ int main(int argc, char** argv) {
   const std::vector<Workload> workloads = BuildWorkloads(args);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) Die("no CUDA device");
-  const char* local = std::getenv("HVD_LOCAL_RANK");
-  Cuda(cudaSetDevice(local ? std::atoi(local) % devices : 0), "cudaSetDevice");
+  const int local = LaunchEnv("LOCAL_RANK");
+  Cuda(cudaSetDevice(local > 0 ? local % devices : 0), "cudaSetDevice");
   // The raw context exists before hvd, as in hvd_bench.
   std::string why;
   std::unique_ptr<RawComm> raw_comm;
-  const char* size_env = std::getenv("HVD_SIZE");
-  if (args.raw && size_env && std::atoi(size_env) > 1) {
+  if (args.raw && LaunchEnv("SIZE") > 1) {
     raw_comm = CreateRawComm(PlanBackend(), &why);
     if (!raw_comm) Die("raw baseline: " + why);
   }
