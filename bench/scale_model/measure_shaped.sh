@@ -16,10 +16,11 @@
 #     --label L               free text stored in the 'label' column;
 #                             scale_model.py reads "hier..." as the
 #                             hierarchy, "...+send" as MPI with
-#                             btl_tcp_flags=send, a later word "ring..."
-#                             (or a date from 2026-11-25 11:41 UTC on) as
-#                             the MPI hierarchy's ring cross step, and a
-#                             last word "gap..." as rows with --gap
+#                             btl_tcp_flags=send, a word "mpiring",
+#                             "glooring" or "backend" as the backend's
+#                             cross step (HVD_HIERARCHICAL_CROSS=backend;
+#                             else hvd's TCP ring), and a last word
+#                             "gap..." as rows with --gap
 #     --env "K=V ..."         extra environment for the ranks (e.g.
 #                             HVD_HIERARCHICAL_ALLREDUCE=1). hvdrun --mpi
 #                             passes btl_tcp_flags=send across hosts;
