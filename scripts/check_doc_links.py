@@ -4,13 +4,18 @@ docs/*.md (and docs/*/*.md) and README.md must name a file that exists and,
 with #anchor, a heading of that file (GitHub's and MyST's slug rule);
 pages under docs/ must link only inside docs/ (the site holds docs/ only:
 name other files as `code` paths). Also checks every docs page is under
-600 lines. Exit status 1 with one line per problem.
+600 lines. With --html DIR it checks the built site instead: every
+relative href and src of every page names a file of the site and, with
+#anchor, an id of that page. Exit status 1 with one line per problem.
 
 Usage: check_doc_links.py [REPO_ROOT]
+       check_doc_links.py --html SITE_DIR
 """
+import html
 import os
 import re
 import sys
+from urllib.parse import unquote
 
 MAX_LINES = 600
 LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -82,7 +87,47 @@ def check_file(root, path, problems):
                                 % (anchor, os.path.relpath(dest, root)))
 
 
+HREF = re.compile(r"""<(?:a|link|img|script)\b[^>]*?\b(?:href|src)=["']([^"']*)["']""", re.I)
+ID = re.compile(r"""\bid=["']([^"']+)["']""")
+
+
+def check_html(site):
+    problems, ids, pages = [], {}, []
+    for dirpath, _, names in os.walk(site):
+        pages += [os.path.join(dirpath, n) for n in names if n.endswith(".html")]
+
+    def ids_of(path):
+        if path not in ids:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                ids[path] = {html.unescape(i) for i in ID.findall(f.read())}
+        return ids[path]
+
+    for page in sorted(pages):
+        with open(page, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for target in HREF.findall(text):
+            if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("//"):
+                continue
+            file_part, _, anchor = html.unescape(target).partition("#")
+            file_part, anchor = unquote(file_part.split("?")[0]), unquote(anchor)
+            dest = os.path.normpath(os.path.join(os.path.dirname(page), file_part)) \
+                if file_part else page
+            where = "%s: link '%s'" % (os.path.relpath(page, site), target)
+            if os.path.isdir(dest):
+                dest = os.path.join(dest, "index.html")
+            if not os.path.exists(dest):
+                problems.append(where + ": no such file")
+            elif anchor and dest.endswith(".html") and anchor not in ids_of(dest):
+                problems.append(where + ": no id '%s'" % anchor)
+    for p in problems:
+        print(p)
+    print("check_doc_links: %d pages, %d problems" % (len(pages), len(problems)))
+    return 1 if problems or not pages else 0
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--html":
+        return check_html(os.path.abspath(sys.argv[2]))
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                            os.path.join(os.path.dirname(__file__), ".."))
     files = [os.path.join(root, "README.md")]
