@@ -31,8 +31,8 @@ def fail(msg):
 def exports(lib):
     out = subprocess.run(["nm", "-D", "--defined-only", lib], check=True,
                          capture_output=True, text=True).stdout
-    names = sorted({line.split()[-1] for line in out.splitlines()
-                    if re.search(r"\sT\s+hvd_\w+$", line)})
+    # "ADDRESS T hvd_init@@HVD_1": the symbol without its version
+    names = sorted({m.group(1) for m in re.finditer(r"\sT\s+(hvd_\w+)(?:@@?\w+)?$", out, re.M)})
     if len(names) < 10:
         fail("only %d hvd_* exports in %s" % (len(names), lib))
     return names
@@ -67,8 +67,11 @@ class Browser:
 
 
 def serve(directory):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=directory)
-    handler.log_message = lambda *a: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=directory)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
@@ -93,7 +96,7 @@ def main():
     browser = Browser(a.chromium, "http://127.0.0.1:%d/" % server.server_address[1])
     try:
         c_page = browser.dom("api/c.html")
-        if "C API reference" not in c_page:
+        if "C API: hvd.h" not in c_page:
             fail("api/c.html did not load (no title)")
         names = exports(a.lib)
         missing = [n for n in names if 'id="c.%s"' % n not in c_page]
