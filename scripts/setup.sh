@@ -14,6 +14,8 @@ PACKAGES=(
   python3-wheel python3-venv dpkg-dev file
   default-jdk-headless junit5
   iproute2 procps
+  python3-sphinx python3-myst-parser python3-breathe python3-sphinx-rtd-theme doxygen
+  chromium fonts-liberation
 )
 
 missing=()

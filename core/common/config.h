@@ -36,7 +36,7 @@ enum class CrossTransport { kAuto, kTcp, kBackend };
 
 // The chunk size for allreduces that stay inside one host (shared memory):
 // half the L2 cache, within [256 KiB, 4 MiB]. A chunk that stays in cache
-// while it is reduced beats a bigger one by 25-30% on this project's VM
+// while it is reduced beats a bigger one, whose reduction waits on memory
 // (docs/benchmarks.md); across hosts, per-call latency favours 4 MiB.
 int64_t HostLocalChunkBytes();
 

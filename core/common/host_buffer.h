@@ -4,9 +4,9 @@
 // the backends' per-call scratch (Gloo's reduce-scatter).
 //
 // Why not a std::vector: fresh pages fault on first touch, one per 4 KiB
-// (on the project's VM about 3 ms per MiB: a 48 MB alltoall spent 150 ms
-// making its result and 9 ms exchanging it), and a vector zero-fills them
-// first. Large buffers therefore come from mmap with transparent huge pages
+// (on a VM a page fault can cost more than moving the page's bytes, so a
+// large result took far longer to make than to exchange), and a vector
+// zero-fills them first. Large buffers therefore come from mmap with transparent huge pages
 // asked for (one fault per 2 MiB), and on release go to a small
 // process-wide cache: a training loop asks for the same sizes every step,
 // and the last step's pages are already mapped. Small buffers use malloc,

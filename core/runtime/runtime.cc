@@ -193,9 +193,9 @@ Status Runtime::OpenChannel(ProcessSet& ps, const std::string& tag) {
   ControlChannelOptions o;
   o.timeout_s = config_.gloo_timeout_seconds;
   o.transport = config_.control_channel;
-  // Inside one host MPI's own messages answer sooner (shared memory, and
-  // the loop polls while it waits: 31-34 against 43-52 us per small
-  // allreduce, docs/scaling.md).
+  // Inside one host MPI's own messages answer sooner: they go through
+  // shared memory, and the loop polls while it waits, where a socket adds a
+  // kernel round trip and a wake-up (figures: docs/benchmarks.md).
   const auto on_host = [&](int32_t r) { return hosts_[r] == hosts_[ps.ranks[0]]; };
   if (o.transport == ControlChannelChoice::kAuto &&
       std::all_of(ps.ranks.begin(), ps.ranks.end(), on_host)) {

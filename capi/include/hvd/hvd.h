@@ -95,11 +95,14 @@ typedef struct hvd_init_options {
 #define HVD_INIT_OPTIONS_INIT \
   { sizeof(hvd_init_options), HVD_BACKEND_AUTO, HVD_BACKEND_AUTO, 0, 0 }
 
+/* Fill *opts with the defaults, as HVD_INIT_OPTIONS_INIT does. */
 HVD_API void hvd_init_options_init(hvd_init_options* opts);
 
 /* Start hvd with the configuration from HVD_* (or HOROVOD_*) variables.
  * Collective: every rank of the job must call it. */
 HVD_API hvd_status hvd_init(void);
+/* hvd_init with the backends chosen in opts (they override HVD_CONTROLLER
+ * and HVD_CPU_OPERATIONS), or on an MPI communicator the caller owns. */
 HVD_API hvd_status hvd_init_with(const hvd_init_options* opts);
 /* Run on a communicator the caller owns (Fortran handle). The caller keeps
  * ownership and must not free it before hvd_shutdown. */
@@ -109,6 +112,7 @@ HVD_API hvd_status hvd_init_mpi_comm(int fortran_comm);
  * release backends. hvd_init may be called again afterwards. */
 HVD_API hvd_status hvd_shutdown(void);
 
+/* 1 between a successful hvd_init and hvd_shutdown, else 0. */
 HVD_API int hvd_is_initialized(void);
 
 /* Topology queries: -1 when not initialised (hvd_last_error says why). */
@@ -175,6 +179,7 @@ typedef struct hvd_op_options {
 #define HVD_OP_OPTIONS_INIT \
   { sizeof(hvd_op_options), 1.0, 1.0, 0, NULL, NULL, NULL, NULL, NULL }
 
+/* Fill *opts with the defaults, as HVD_OP_OPTIONS_INIT does. */
 HVD_API void hvd_op_options_init(hvd_op_options* opts);
 
 /* All *_async functions: `name` identifies the tensor across ranks (every
@@ -263,7 +268,9 @@ HVD_API hvd_status hvd_add_process_set(const int32_t* ranks, int n, int32_t* id)
 HVD_API hvd_status hvd_remove_process_set(int32_t id);
 /* This rank's rank inside the set; -1 if not a member or unknown id. */
 HVD_API int hvd_process_set_rank(int32_t id);
+/* The number of ranks in the set; -1 for an unknown id. */
 HVD_API int hvd_process_set_size(int32_t id);
+/* 1 when this rank is a member of the set, else 0 (also for an unknown id). */
 HVD_API int hvd_process_set_included(int32_t id);
 
 /* ---------------------------------------------------------------- timeline */
@@ -271,6 +278,7 @@ HVD_API int hvd_process_set_included(int32_t id);
 /* Start writing a Chrome-trace timeline to `path` (rank 0 writes; on other
  * ranks this is accepted and does nothing). */
 HVD_API hvd_status hvd_start_timeline(const char* path, int mark_cycles);
+/* Stop writing the timeline and close its file. */
 HVD_API hvd_status hvd_stop_timeline(void);
 
 /* ---------------------------------------------------------------- elastic */

@@ -41,8 +41,9 @@ constexpr uint8_t kHvdSendRecvSlotPrefix = 0x7c;
 // cuts the buffer into 2P segments and sends 2(P-1) of them one after another
 // in each of its two phases. Every message wakes Gloo's event loop, which
 // spins while this rank's own thread holds the pair's lock; on few cores that
-// spinning, not the wire, made a 1 KiB ring take 5-22 ms at 4-8 ranks
-// (docs/scaling.md). Bcube sends no more bytes per rank than the ring.
+// spinning, not the wire, sets a small ring's time, and it grows with the
+// ring's message count (docs/scaling.md). Bcube sends no more bytes per
+// rank than the ring.
 constexpr size_t kGlooBcubeMaxBytes = 64 * 1024;
 
 // Gloo wants a mutable pointer even for buffers it only reads, and a real

@@ -250,8 +250,8 @@ Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
   // large-message allreduce already crosses hosts with as few bytes, but
   // runs its steps in turn and busy-polls; the hierarchy overlaps the steps
   // inside the host with the link and its cross step sleeps while it waits
-  // (MpiRingAllreduce), which measured 1.5-1.8x faster on 1 Gbit/s links
-  // (docs/scaling.md). Without threads its steps would run in turn as well:
+  // (MpiRingAllreduce), so the link stays busy (docs/scaling.md). Without
+  // threads its steps would run in turn as well:
   // HVD_HIERARCHICAL_ALLREDUCE=1 asks for it anyway.
   const bool gloo = std::strcmp(flat.backend_name(), "GLOO") == 0;
   const bool mpi = std::strcmp(flat.backend_name(), "MPI") == 0;
@@ -267,8 +267,8 @@ Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
                                 ? config.hierarchical_allreduce_min_bytes
                                 : flat.hierarchy_min_bytes();
   // With one rank per host the ring replaces the backend's allreduce: on
-  // MPI (whose allreduce runs its steps in turn) by default, 1.5x faster
-  // at 4 hosts; Gloo's own ring did as well as it there, so only on `tcp`.
+  // MPI (whose allreduce runs its steps in turn) by default, since the ring
+  // keeps the link busy; Gloo's own ring is a ring already, so only on `tcp`.
   if (plan.one_rank_per_host && (config.hierarchical_cross == CrossTransport::kTcp ||
                                  (mpi && config.hierarchical_cross == CrossTransport::kAuto))) {
     return RingAcrossHosts(config, bind_host, tag, min_bytes, data);

@@ -59,8 +59,8 @@ Status MpiComm::AllreduceFrom(const void* in, void* out, int64_t count, DataType
   const MPI_Op mop = ToMpiOp(dt, op);
   const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
   // Open MPI's shared-memory allreduce is much faster on messages that fit
-  // in cache (~3.5 GB/s up to 16 MiB, ~2 GB/s from 32 MiB), so large buffers
-  // go in chunks; MPI's int counts need pieces below 2^31 elements anyway.
+  // in cache (docs/benchmarks.md), so large buffers go in chunks; MPI's int
+  // counts need pieces below 2^31 elements anyway.
   int64_t max_count = int64_t{1} << 30;
   if (chunk_bytes_ > 0) max_count = std::max<int64_t>(1, std::min(max_count, chunk_bytes_ / esize));
   for (int64_t done = 0; done < count; done += max_count) {
@@ -119,8 +119,8 @@ Status MpiComm::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes
 
 // Above chunk_bytes_ in rounds of q elements of every block, packed into a
 // staging buffer: Open MPI's reduce_scatter allocates a temporary as large
-// as its input on every call, fresh pages each time for large inputs (102 MB
-// took 600-700 ms on the project's VM, MPI_Reduce of it 18 ms).
+// as its input on every call, fresh pages each time for large inputs, whose
+// page faults then cost many times the reduction itself.
 Status MpiComm::Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
                               DataType dt, ReduceOp op) {
   const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
@@ -232,8 +232,8 @@ Status MpiComm::OpenControlChannel(const ControlChannelOptions& options,
                                    std::unique_ptr<ControlChannel>* out) {
   if (options.transport != ControlChannelChoice::kBackend) {
     // Sockets wake the background thread the moment a message arrives; MPI
-    // messages must be polled (0.1-0.2 ms more per small allreduce at 2
-    // hosts, 1 ms at 4: docs/scaling.md). By default a member that cannot reach
+    // messages must be polled, which adds latency to every small allreduce
+    // and grows with the hosts (docs/scaling.md). By default a member that cannot reach
     // the coordinator soon is not worth waiting for: every rank falls back.
     const bool forced = options.transport == ControlChannelChoice::kTcp;
     const double timeout = forced ? options.timeout_s : std::min(options.timeout_s, 10.0);

@@ -29,8 +29,7 @@ bool PreferDuplexTcp();
 // Where MPI was initialised by someone else (mpi4py) the flags are Open
 // MPI's default, put included. Messages within its eager limit go by send
 // even so, both ways at once: pieces that small (61440 bytes of the default
-// 65536) took W2 through the hierarchy at 2 hosts from 1154-1379 ms to
-// 869-875 ms, as fast as with `send` (docs/scaling.md).
+// 65536) run the hierarchy's ring as fast as with `send` (docs/scaling.md).
 //
 // The piece size for hvd's cross-host ring given Open MPI's btl_tcp_flags
 // and btl_tcp_eager_limit (negative: unknown): eager-sized when the flags

@@ -2,8 +2,8 @@
 // and MPI Comms whose members are all on this host (a whole set on one
 // host, or the host-local step of hierarchical allreduce), unless
 // HVD_SHARED_MEMORY=0. On MPI too: Open MPI's allreduce inside a host is
-// shared memory already, but its waits busy-poll (docs/benchmarks.md: W2 at
-// np=4 on two cores 84-87 ms through it, 49-53 ms through the segment).
+// shared memory already, but its waits busy-poll on cores the other ranks
+// need, where the segment's barriers sleep (docs/benchmarks.md).
 #pragma once
 
 #include <memory>

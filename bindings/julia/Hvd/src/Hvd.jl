@@ -28,6 +28,12 @@ function Base.showerror(io::IO, e::HvdError)
     print(io, "HvdError(", unsafe_string(LibHvd.hvd_status_string(e.code)), "): ", e.message)
 end
 
+"""
+    ReduceOp
+
+The reduction of `allreduce!`: `Sum`, `Average`, `Min`, `Max`, `Product`,
+or `Adasum` (floats, power-of-two ranks).
+"""
 @enum ReduceOp::Cint begin
     Sum = LibHvd.HVD_OP_SUM
     Average = LibHvd.HVD_OP_AVERAGE
@@ -59,15 +65,67 @@ function topology(value)
     return Int(value)
 end
 
+"""
+    init()
+
+Starts hvd (collective: every rank calls it), with the configuration from
+`HVD_*` variables and rank and size from the launcher (hvdrun, mpirun).
+"""
 init() = check(LibHvd.hvd_init())
+"""
+    shutdown()
+
+Finishes pending work, stops hvd's background thread; `init` may be called
+again afterwards.
+"""
 shutdown() = check(LibHvd.hvd_shutdown())
+"""
+    is_initialized() -> Bool
+
+Whether `init` has run and `shutdown` has not.
+"""
 is_initialized() = LibHvd.hvd_is_initialized() != 0
+"""
+    version() -> String
+
+The library's version, e.g. `"1.0.0"`.
+"""
 version() = unsafe_string(LibHvd.hvd_version())
+"""
+    rank() -> Int
+
+This process's rank, 0 to `size() - 1`.
+"""
 rank() = topology(LibHvd.hvd_rank())
+"""
+    size() -> Int
+
+The number of ranks (call it as `Hvd.size()`, not `Base.size`).
+"""
 size() = topology(LibHvd.hvd_size())   # Hvd.size(), not Base.size
+"""
+    local_rank() -> Int
+
+This process's rank among the ranks of its host.
+"""
 local_rank() = topology(LibHvd.hvd_local_rank())
+"""
+    local_size() -> Int
+
+The number of ranks on this host.
+"""
 local_size() = topology(LibHvd.hvd_local_size())
+"""
+    is_homogeneous() -> Bool
+
+Whether every host runs the same number of ranks.
+"""
 is_homogeneous() = topology(LibHvd.hvd_is_homogeneous()) == 1   # same number of ranks per host
+"""
+    barrier()
+
+Blocks until every rank has reached the barrier.
+"""
 barrier() = check(LibHvd.hvd_barrier(Int32(0)))
 
 # ------------------------------------------------------------- tensors
