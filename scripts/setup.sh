@@ -2,6 +2,7 @@
 # Installs every Debian package hvd needs to build, test and run its examples.
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
+source "$(dirname "$0")/progress.sh"
 
 PACKAGES=(
   build-essential cmake pkg-config git clang clang-format libclang-rt-dev
@@ -14,6 +15,7 @@ PACKAGES=(
   python3-wheel python3-venv dpkg-dev file
   default-jdk-headless junit5
   iproute2 procps
+  slurm-wlm munge  # tests/slurm: slurmctld, slurmd, srun; mpi_pmix in slurm-wlm-basic-plugins
 )
 
 missing=()
@@ -24,10 +26,17 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  log=$(mktemp /tmp/hvd-setup.XXXXXX.log)
+  stage "setup: updating the package lists (apt-get update)"
+  run_logged "$log" $SUDO apt-get update -qq
+  stage "setup: installing ${#missing[@]} packages: ${missing[*]}"
+  start=$SECONDS
+  run_logged "$log" $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  stage "setup: installed in $((SECONDS - start)) s"
+  rm -f "$log"
+else
+  stage "setup: all ${#PACKAGES[@]} packages already installed"
 fi
