@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
   float data[N];
   int64_t shape[1] = {N};
   for (int i = 0; i < N; ++i) data[i] = (float)((rank + 1) * (i + 1));
-  DLTensor t = {.data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = {kDLFloat, 32, 1},
-                .shape = shape};
+  DLTensor t = {
+      .data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = {kDLFloat, 32, 1}, .shape = shape};
   hvd_handle h;
   s = hvd_allreduce_async("slurm.sum", &t, &t, HVD_OP_SUM, NULL, &h);
   if (s == HVD_OK) s = hvd_wait(h, -1);
@@ -43,7 +43,10 @@ int main(int argc, char** argv) {
     }
   }
   printf("rank=%d size=%d local_rank=%d backend=%s elastic=%d sum=%g,%g,%g,%g ok\n", rank, size,
-         hvd_local_rank(), hvd_mpi_enabled() ? "mpi" : hvd_gloo_enabled() ? "gloo" : "?",
+         hvd_local_rank(),
+         hvd_mpi_enabled()    ? "mpi"
+         : hvd_gloo_enabled() ? "gloo"
+                              : "?",
          hvd_elastic_enabled(), data[0], data[1], data[2], data[3]);
   fflush(stdout);
   s = hvd_shutdown();
