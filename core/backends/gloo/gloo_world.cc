@@ -51,8 +51,13 @@ std::string ControlHost(const ::gloo::transport::tcp::attr& attr) {
   return ip;
 }
 
-// hvdrun's store, or srun without PMI (task 0 hosts the store).
+// hvdrun, or srun without PMI (where MPI cannot start, even for one task).
 bool LaunchedByEnv(const LaunchEnv& env) {
+  return env.rendezvous.set || env.slurm.active;
+}
+
+// hvdrun's store, or under srun without PMI task 0's; one task needs none.
+bool HasStore(const LaunchEnv& env) {
   return env.rendezvous.set || (env.slurm.active && env.size > 1);
 }
 
@@ -125,7 +130,7 @@ Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
   if (!config.elastic && !config.launch.rank_error.ok()) {
     return Status(config.launch.rank_error.code(), "Gloo: " + config.launch.rank_error.message());
   }
-  if (!LaunchedByEnv(config.launch)) return CreateLocalWorld(config, shared, out);
+  if (!HasStore(config.launch)) return CreateLocalWorld(config, shared, out);
   if (!config.launch.has_rank && !config.elastic) {
     return Status::Invalid("Gloo: HVD_RENDEZVOUS_ADDR is set but HVD_RANK/HVD_SIZE are not");
   }
