@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -178,10 +179,11 @@ Status ConnectSlurmStore(const SlurmStep& step, const std::string& host, int ran
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::duration<double>(kRetrySeconds));
   }
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%g", timeout_seconds);
   return Status::Timeout("Slurm rendezvous: task " + std::to_string(rank) +
-                         " found no store of task 0 within " + std::to_string(timeout_seconds) +
-                         " s (SLURM_JOB_ID=" + step.job_id + " SLURM_STEP_ID=" + step.step_id +
-                         "): " + last.message());
+                         " found no store of task 0 within " + seconds + " s (SLURM_JOB_ID=" +
+                         step.job_id + " SLURM_STEP_ID=" + step.step_id + "): " + last.message());
 }
 
 void RemoveSlurmStoreFile(const SlurmStep& step) {

@@ -9,6 +9,7 @@
 # PROBE is slurm_probe.c. Jobs:
 #   pmix     srun -n 2 --mpi=pmix          MPI backend
 #   nopmi    srun -n 2                     Gloo from Slurm's variables, task 0's store
+#   insecure srun -n 2, store dir mode 755 refused with hvd's message
 #   single   srun -n 1                     Gloo, a world of one
 #   mpi_err  HVD_CONTROLLER=mpi srun -n 2  hvd's one-line error naming --mpi=pmix
 #   batch    sbatch -n 2: hvdrun PROBE     hosts and -np from the allocation
@@ -180,6 +181,19 @@ if run_srun pmix -n 2 --mpi=pmix "$PROBE"; then check_ranks mpi 2 0; else fail "
 export HOME=$T/home
 if run_srun nopmi -n 2 "$PROBE"; then check_ranks gloo 2 0; else fail "srun exited $?"; fi
 [ -z "$(ls -A "$HOME/.hvd/slurm" 2>/dev/null)" ] || fail "store file left in $HOME/.hvd/slurm"
+# A store directory that others could read is refused, naming it.
+chmod 755 "$HOME/.hvd/slurm"
+run_srun insecure -n 2 --export=ALL,HVD_GLOO_TIMEOUT_SECONDS=5 "$PROBE" expect-init-error
+if ! grep -q "^init_error: .*$HOME/.hvd/slurm must be a directory that only this user owns" \
+  "$T/out.insecure"; then
+  fail "task 0 did not refuse a store directory of mode 755"
+elif ! grep -q "^init_error: .*task 1 found no store of task 0 within" "$T/out.insecure"; then
+  fail "task 1 did not fail naming the missing store"
+else
+  echo "PASS [$CASE]"
+fi
+chmod 700 "$HOME/.hvd/slurm"
+
 # One task: Gloo alone (AUTO must not pick MPI, which cannot start here).
 if run_srun single -n 1 "$PROBE"; then check_ranks gloo 1 0; else fail "srun exited $?"; fi
 [ "$(stat -c %a "$HOME/.hvd/slurm" 2>/dev/null)" = 700 ] || fail "$HOME/.hvd/slurm is not mode 700"
