@@ -13,7 +13,8 @@
 #   single   srun -n 1                     Gloo, a world of one
 #   mpi_err  HVD_CONTROLLER=mpi srun -n 2  hvd's one-line error naming --mpi=pmix
 #   batch    sbatch -n 2: hvdrun PROBE     hosts and -np from the allocation
-#   elastic  sbatch -n 2: hvdrun --min-np 2 --max-np 2 PROBE
+#   elastic  sbatch -n 2: hvdrun --min-np 1 --max-np 2 PROBE elastic-recover
+#            (a worker killed, a new one started in its slot, a round of 2)
 # Exit 77 (skip) only when the daemons cannot run here: not root, Slurm or
 # munge not installed, or they do not come up; their logs are printed then.
 # KEEP_SLURM_TEST_DIR=1 keeps the temporary directory.
@@ -154,12 +155,12 @@ fail() {
 }
 
 # Every rank 0..N-1 printed one line with this backend and the right sums
-# (under hvdrun prefixed with "[rank]<stdout>:").
+# (under hvdrun prefixed with "[rank or worker id]<stdout>:").
 check_ranks() { # backend size elastic
   local file=$T/out.$CASE r t=$(($2 * ($2 + 1) / 2))
   local sums="$t,$((2 * t)),$((3 * t)),$((4 * t))"
   for r in $(seq 0 $(($2 - 1))); do
-    grep -q "^\(\[$r\]<stdout>:\)\?rank=$r size=$2 local_rank=$r backend=$1 elastic=$3 sum=$sums ok\$" "$file" ||
+    grep -q "^\(\[[0-9]*\]<stdout>:\)\?rank=$r size=$2 local_rank=$r backend=$1 elastic=$3 sum=$sums ok\$" "$file" ||
       { fail "rank $r: no line 'rank=$r size=$2 ... backend=$1 elastic=$3 sum=$sums ok'"; return; }
   done
   [ "$(grep -c ' ok$' "$file")" = "$2" ] || fail "expected exactly $2 rank lines"
@@ -227,9 +228,16 @@ else
   fail "sbatch exited $?: $(cat "$T/sbatch.batch")"
 fi
 
-# An elastic job inside the allocation.
-if run_sbatch elastic "'$HVDRUN' --min-np 2 --max-np 2 --elastic-timeout 60 '$PROBE'"; then
+# An elastic job inside the allocation: worker 1 is killed in the first round,
+# hvdrun starts a new worker on the allocation's free slot, and the survivor
+# and the new worker finish a round of 2 together.
+if run_sbatch elastic "'$HVDRUN' --min-np 1 --max-np 2 --elastic-timeout 60 '$PROBE' elastic-recover"
+then
   check_ranks gloo 2 1
+  grep -q "worker=0 round=[0-9]* recovered" "$T/out.elastic" || fail "worker 0 did not recover"
+  grep -q "worker=[2-9] round=[0-9]* recovered" "$T/out.elastic" ||
+    fail "no replacement worker joined"
+  grep -q "worker=1 .*recovered" "$T/out.elastic" && fail "worker 1 should have been killed"
 else
   fail "sbatch exited $?: $(cat "$T/sbatch.elastic")"
 fi
