@@ -21,7 +21,11 @@
 set -u
 HVDRUN=$1
 PROBE=$2
-JOB_TIMEOUT=120
+# Each job's bound; with 7 jobs and start-up, well under ctest's 600 s.
+JOB_TIMEOUT=60
+# The daemons end by themselves after this long even if this script is
+# killed (SIGKILL cannot be trapped).
+DAEMON_LIFETIME=900
 
 skip() {
   echo "SKIP: $*"
@@ -124,13 +128,13 @@ export SLURM_CONF=$T/slurm.conf
 mungekey --create --keyfile="$T/munge.key" >/dev/null 2>&1 ||
   { dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 2>/dev/null; }
 chmod 400 "$T/munge.key"
-munged --force --foreground --socket="$T/munge.sock" --key-file="$T/munge.key" \
+timeout $DAEMON_LIFETIME munged --force --foreground --socket="$T/munge.sock" --key-file="$T/munge.key" \
   --pid-file="$T/munged.pid" --log-file="$T/munged.log" --seed-file="$T/munged.seed" \
   >>"$T/munged.log" 2>&1 &
 PIDS+=($!)
-slurmctld -D -i -f "$T/slurm.conf" >>"$T/slurmctld.out" 2>&1 &
+timeout $DAEMON_LIFETIME slurmctld -D -i -f "$T/slurm.conf" >>"$T/slurmctld.out" 2>&1 &
 PIDS+=($!)
-slurmd -D -N "$NODE" -f "$T/slurm.conf" >>"$T/slurmd.out" 2>&1 &
+timeout $DAEMON_LIFETIME slurmd -D -N "$NODE" -f "$T/slurm.conf" >>"$T/slurmd.out" 2>&1 &
 PIDS+=($!)
 
 up=0
