@@ -18,11 +18,12 @@ PACKAGES=(
   slurm-wlm munge  # tests/slurm: slurmctld, slurmd, srun; mpi_pmix in slurm-wlm-basic-plugins
 )
 
+# One dpkg-query for all of them (one per package takes seconds on a busy machine).
+installed=" $(dpkg-query -W -f='${Package} ${Status}\n' "${PACKAGES[@]}" 2>/dev/null |
+  awk '/ install ok installed$/ {printf "%s ", $1}')"
 missing=()
 for p in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  [[ "$installed" == *" $p "* ]] || missing+=("$p")
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
