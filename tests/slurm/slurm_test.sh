@@ -4,7 +4,7 @@
 # its own in a temporary directory, runs hvd jobs under srun and sbatch, checks
 # every rank's result, and always stops the daemons.
 #
-#   slurm_test.sh HVDRUN PROBE
+#   slurm_test.sh HVDRUN PROBE [PYTHON_DIR]
 #
 # PROBE is slurm_probe.c. Jobs:
 #   pmix     srun -n 2 --mpi=pmix          MPI backend
@@ -15,13 +15,18 @@
 #   batch    sbatch -n 2: hvdrun PROBE     hosts and -np from the allocation
 #   elastic  sbatch -n 2: hvdrun --min-np 1 --max-np 2 PROBE elastic-recover
 #            (a worker killed, a new one started in its slot, a round of 2)
+# With PYTHON_DIR (the built Python package), also the issue's own lines:
+#   py_pmix  srun -n 2 --mpi=pmix python3 slurm_train.py
+#   py_nopmi srun -n 2 python3 slurm_train.py
 # Exit 77 (skip) only when the daemons cannot run here: not root, Slurm or
 # munge not installed, or they do not come up; their logs are printed then.
 # KEEP_SLURM_TEST_DIR=1 keeps the temporary directory.
 set -u
 HVDRUN=$1
 PROBE=$2
-# Each job's bound; with 7 jobs and start-up, well under ctest's 600 s.
+PYTHON_DIR=${3:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+# Each job's bound; with 9 jobs and start-up, well under ctest's 600 s.
 JOB_TIMEOUT=60
 # The daemons end by themselves after this long even if this script is
 # killed (SIGKILL cannot be trapped).
@@ -215,6 +220,25 @@ elif grep -qi 'rebuild\|PMI support' "$T/out.mpi_err"; then
   fail "Open MPI's own text was printed: MPI_Init was reached"
 else
   echo "PASS [$CASE]"
+fi
+
+# Python: srun -n 2 [--mpi=pmix] python3 train.py.
+if [ -n "$PYTHON_DIR" ] && PYTHONPATH=$PYTHON_DIR /usr/bin/python3 -c 'import hvd, numpy' 2>/dev/null
+then
+  export PYTHONPATH=$PYTHON_DIR OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1
+  if run_srun py_pmix -n 2 --mpi=pmix /usr/bin/python3 "$HERE/slurm_train.py"; then
+    check_ranks mpi 2 0
+  else
+    fail "srun exited $?"
+  fi
+  if run_srun py_nopmi -n 2 /usr/bin/python3 "$HERE/slurm_train.py"; then
+    check_ranks gloo 2 0
+  else
+    fail "srun exited $?"
+  fi
+  unset PYTHONPATH
+else
+  echo "(Python jobs not run: no built Python package given)"
 fi
 
 # sbatch: hvdrun takes its hosts and -np from the allocation.
