@@ -19,7 +19,7 @@
 #   py_pmix  srun -n 2 --mpi=pmix python3 slurm_train.py
 #   py_nopmi srun -n 2 python3 slurm_train.py
 # Exit 77 (skip) only when the daemons cannot run here: not root, Slurm or
-# munge not installed, or they do not come up; their logs are printed then.
+# munge not installed, or a daemon exits at start (its log is printed).
 # KEEP_SLURM_TEST_DIR=1 keeps the temporary directory.
 set -u
 HVDRUN=$1
@@ -142,17 +142,23 @@ PIDS+=($!)
 timeout $DAEMON_LIFETIME slurmd -D -N "$NODE" -f "$T/slurm.conf" >>"$T/slurmd.out" 2>&1 &
 PIDS+=($!)
 
-up=0
+NAMES=(munged slurmctld slurmd)
+up=0 dead=
 for _ in $(seq 60); do
   state=$(timeout 5 sinfo -h -n "$NODE" -o %T 2>/dev/null)
   case "$state" in idle*|mixed*|alloc*) up=1; break ;; esac
-  for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null || break 2; done
+  for i in 0 1 2; do kill -0 "${PIDS[$i]}" 2>/dev/null || dead=${NAMES[$i]}; done
+  [ -n "$dead" ] && break
   sleep 0.5
 done
 if [ $up != 1 ]; then
   cat "$T"/*.out 2>/dev/null
   print_logs
-  skip "munge/slurmctld/slurmd did not come up here (node state '${state:-none}'; logs above)"
+  # A daemon that exits at start cannot run on this machine; daemons that run
+  # but never bring the node up are a failure of this test's setup.
+  [ -n "$dead" ] && skip "$dead exited at start: it cannot run here (its log is above)"
+  echo "FAIL: the daemons run but node $NODE is not up after 30 s (state '${state:-none}')"
+  exit 1
 fi
 echo "slurm up: node $NODE, slurmctld port $CTLD_PORT, slurmd port $SLURMD_PORT"
 
