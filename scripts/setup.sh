@@ -2,6 +2,7 @@
 # Installs every Debian package hvd needs to build, test and run its examples.
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
+source "$(dirname "$0")/progress.sh"
 
 PACKAGES=(
   build-essential cmake pkg-config git clang clang-format libclang-rt-dev
@@ -16,20 +17,29 @@ PACKAGES=(
   iproute2 procps
   python3-sphinx python3-myst-parser python3-breathe python3-sphinx-rtd-theme doxygen
   chromium fonts-liberation
+  slurm-wlm munge  # tests/slurm: slurmctld, slurmd, srun; mpi_pmix in slurm-wlm-basic-plugins
 )
 
+# One dpkg-query for all of them (one per package takes seconds on a busy machine).
+installed=" $(dpkg-query -W -f='${Package} ${Status}\n' "${PACKAGES[@]}" 2>/dev/null |
+  awk '/ install ok installed$/ {printf "%s ", $1}')"
 missing=()
 for p in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  [[ "$installed" == *" $p "* ]] || missing+=("$p")
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  log=$(mktemp /tmp/hvd-setup.XXXXXX.log)
+  stage "setup: updating the package lists (apt-get update)"
+  run_logged "$log" $SUDO apt-get update -qq
+  stage "setup: installing ${#missing[@]} packages: ${missing[*]}"
+  start=$SECONDS
+  run_logged "$log" $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  stage "setup: installed in $((SECONDS - start)) s"
+  rm -f "$log"
+else
+  stage "setup: all ${#PACKAGES[@]} packages already installed"
 fi

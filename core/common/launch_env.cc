@@ -5,8 +5,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/common/env.h"
+#include "core/common/slurm_hostlist.h"
 
 namespace hvd {
 namespace {
@@ -82,6 +84,38 @@ void ReadSizeClaim(LaunchEnv* env) {
   }
 }
 
+// srun without --mpi: Slurm's variables are the only launcher's. Any other
+// launcher (hvdrun, mpirun inside an allocation, srun --mpi=pmix/pmi2) has
+// set its own rank variables, which win.
+SlurmStep ReadSlurmStep(const LaunchEnv& env) {
+  SlurmStep step;
+  for (const char* other :
+       {"HVD_RANK", "HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "PMI_FD"}) {
+    if (GetRawEnv(other) != nullptr) return step;
+  }
+  const char* job = GetRawEnv("SLURM_JOB_ID");
+  const char* stepid = GetRawEnv("SLURM_STEP_ID");
+  if (env.rendezvous.set || job == nullptr || stepid == nullptr ||
+      GetRawEnv("SLURM_PROCID") == nullptr || GetRawEnv("SLURM_NTASKS") == nullptr) {
+    return step;
+  }
+  step.active = true;
+  step.job_id = job;
+  step.step_id = stepid;
+  const char* list = GetRawEnv("SLURM_STEP_NODELIST");
+  if (list == nullptr) list = GetRawEnv("SLURM_NODELIST");
+  step.nodelist = Value(list);
+  std::vector<std::string> nodes;
+  step.nodelist_error = ExpandSlurmHostlist(step.nodelist, &nodes);
+  if (step.nodelist_error.ok()) step.first_node = nodes.front();
+  if (const char* dir = GetEnv("SLURM_RENDEZVOUS_DIR")) {
+    step.rendezvous_dir = dir;
+  } else if (const char* home = GetRawEnv("HOME")) {
+    step.rendezvous_dir = std::string(home) + "/.hvd/slurm";
+  }
+  return step;
+}
+
 }  // namespace
 
 std::string HostKey() {
@@ -114,6 +148,7 @@ LaunchEnv LaunchEnv::FromEnvironment() {
   env.rendezvous = RendezvousFromEnvironment();
   env.rendezvous_prefix = Value(GetEnv("RENDEZVOUS_PREFIX"));
   env.worker_id = Value(GetEnv("WORKER_ID"));
+  env.slurm = ReadSlurmStep(env);
   ReadSizeClaim(&env);
   return env;
 }

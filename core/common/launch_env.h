@@ -21,6 +21,23 @@ struct RendezvousEndpoint {
   std::string secret_hex;
 };
 
+// A task that srun started without PMI and without another launcher's
+// variables (SLURM_STEP_ID, SLURM_PROCID, SLURM_NTASKS set; no HVD_RANK,
+// OMPI_*, PMI_*, PMIX_RANK, no HVD_RENDEZVOUS_ADDR). Its Gloo world meets on
+// a store that task 0 hosts on the step's first node (core/rendezvous/
+// slurm_store.h); MPI cannot start in such a task.
+struct SlurmStep {
+  bool active = false;
+  std::string job_id, step_id;
+  std::string first_node;  // of SLURM_STEP_NODELIST (SLURM_NODELIST)
+  std::string nodelist;    // as Slurm gave it, for messages
+  Status nodelist_error;   // SLURM_STEP_NODELIST did not parse
+  // Where task 0 leaves the store's port and secret for the others:
+  // HVD_SLURM_RENDEZVOUS_DIR, else $HOME/.hvd/slurm (a directory the
+  // job's user owns, shared by the job's nodes like the home directory).
+  std::string rendezvous_dir;
+};
+
 struct LaunchEnv {
   // Rank and size from the first of these pairs that is present:
   // HVD_RANK/HVD_SIZE, HOROVOD_RANK/HOROVOD_SIZE, OMPI_COMM_WORLD_RANK/_SIZE,
@@ -42,6 +59,7 @@ struct LaunchEnv {
   RendezvousEndpoint rendezvous;
   std::string rendezvous_prefix;  // HVD_RENDEZVOUS_PREFIX (HOROVOD_ too)
   std::string worker_id;          // HVD_WORKER_ID (HOROVOD_ too): elastic mode
+  SlurmStep slurm;
   // The first launcher size variable that is set (HVD_SIZE, HOROVOD_SIZE,
   // OMPI_COMM_WORLD_SIZE, PMI_SIZE, WORLD_SIZE, SLURM_NTASKS), with its rank
   // variable, for CheckNotAlone. Empty `size_variable` when none is.

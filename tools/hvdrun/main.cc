@@ -22,6 +22,7 @@
 #include "tools/hvdrun/output.h"
 #include "tools/hvdrun/preflight.h"
 #include "tools/hvdrun/process.h"
+#include "tools/hvdrun/slurm_allocation.h"
 #include "tools/hvdrun/supervisor.h"
 
 namespace hvd {
@@ -59,8 +60,14 @@ int Main(int argc, char** argv) {
   // A closed stdout must not kill the launcher while ranks still run.
   ::signal(SIGPIPE, SIG_IGN);
   Options options;
-  Status s = ParseOptions(std::vector<std::string>(argv + 1, argv + argc), &options);
+  std::string allocation_hosts;
+  Status s = SlurmAllocationHosts(&allocation_hosts);
   if (!s.ok()) return Fail(s, 2);
+  s = ParseOptions(std::vector<std::string>(argv + 1, argv + argc), &options, allocation_hosts);
+  if (!s.ok()) return Fail(s, 2);
+  if (options.verbose && options.hosts_from_slurm) {
+    std::fprintf(stderr, "hvdrun: hosts from the Slurm allocation: %s\n", options.hosts.c_str());
+  }
   if (options.help) {
     std::fputs(HelpText().c_str(), stdout);
     return 0;

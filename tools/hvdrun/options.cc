@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "tools/hvdrun/hosts.h"
 #include "tools/hvdrun/tuning_flags.h"
 
 namespace hvd {
@@ -45,9 +46,28 @@ Status CheckElasticOptions(Options* o) {
   return Status::OK();
 }
 
+// Inside a Slurm allocation the hosts default to the allocation's, and -np
+// to all of their slots.
+Status UseAllocationHosts(const std::string& allocation_hosts, bool* np_given, Options* o) {
+  if (allocation_hosts.empty() || !o->hosts.empty() || !o->hostfile.empty() ||
+      !o->host_discovery_script.empty()) {
+    return Status::OK();
+  }
+  o->hosts = allocation_hosts;
+  o->hosts_from_slurm = true;
+  if (*np_given || o->elastic) return Status::OK();
+  std::vector<HostSlots> hosts;
+  HVD_RETURN_IF_ERROR(ParseHostList(allocation_hosts, &hosts));
+  o->np = 0;
+  for (const auto& h : hosts) o->np += h.slots;
+  *np_given = true;
+  return Status::OK();
+}
+
 }  // namespace
 
-Status ParseOptions(const std::vector<std::string>& args, Options* out) {
+Status ParseOptions(const std::vector<std::string>& args, Options* out,
+                    const std::string& allocation_hosts) {
   Options o;
   bool np_given = false;
   size_t i = 0;
@@ -156,6 +176,7 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out) {
   }
   o.command.assign(args.begin() + static_cast<long>(i), args.end());
   if (!o.help && !o.check_build) {
+    HVD_RETURN_IF_ERROR(UseAllocationHosts(allocation_hosts, &np_given, &o));
     if (!np_given && !o.elastic) return Status::Invalid("-np N is required (see hvdrun --help)");
     if (o.command.empty()) return Status::Invalid("no program to run (see hvdrun --help)");
     if (!o.hosts.empty() && !o.hostfile.empty()) {

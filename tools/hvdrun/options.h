@@ -14,8 +14,9 @@ enum class LaunchMode { kGloo, kMpi };
 
 struct Options {
   int np = 0;
-  std::string hosts;     // -H host:slots,...
-  std::string hostfile;  // --hostfile
+  std::string hosts;              // -H host:slots,...
+  std::string hostfile;           // --hostfile
+  bool hosts_from_slurm = false;  // `hosts` is the Slurm allocation's
   LaunchMode mode = LaunchMode::kGloo;
   std::string ssh_command;  // empty: "ssh -o BatchMode=yes"
   int ssh_port = 0;         // 0: the remote shell's default
@@ -43,7 +44,10 @@ struct Options {
 };
 
 // Parses argv[1..]. Errors are one line suitable for "hvdrun: <message>".
-Status ParseOptions(const std::vector<std::string>& args, Options* out);
+// `allocation_hosts` (slurm_allocation.h) are the hosts when no -H,
+// --hostfile or discovery script is given; -np then defaults to their slots.
+Status ParseOptions(const std::vector<std::string>& args, Options* out,
+                    const std::string& allocation_hosts = "");
 
 std::string HelpText();
 

@@ -12,6 +12,7 @@
 #include "core/backends/gloo/gloo_store.h"
 #include "core/rendezvous/elastic.h"
 #include "core/rendezvous/kv_client.h"
+#include "core/rendezvous/slurm_store.h"
 #include "core/rendezvous/socket_util.h"
 
 namespace hvd {
@@ -21,7 +22,8 @@ namespace {
 // HVD_GLOO_HOSTNAME, else the address that reaches the rendezvous server.
 // (HVD_HOSTNAME is hvdrun's label for the host, e.g. a namespace name, and
 // need not resolve.)
-Status DeviceAttr(const Config& config, ::gloo::transport::tcp::attr* attr) {
+Status DeviceAttr(const Config& config, const RendezvousEndpoint& store,
+                  ::gloo::transport::tcp::attr* attr) {
   if (!config.gloo_iface.empty()) {
     attr->iface = config.gloo_iface;
     return Status::OK();
@@ -30,7 +32,6 @@ Status DeviceAttr(const Config& config, ::gloo::transport::tcp::attr* attr) {
     attr->hostname = config.gloo_hostname;
     return Status::OK();
   }
-  const RendezvousEndpoint& store = config.launch.rendezvous;
   if (!store.set) {
     attr->hostname = "127.0.0.1";
     return Status::OK();
@@ -50,8 +51,30 @@ std::string ControlHost(const ::gloo::transport::tcp::attr& attr) {
   return ip;
 }
 
+// hvdrun, or srun without PMI (where MPI cannot start, even for one task).
 bool LaunchedByEnv(const LaunchEnv& env) {
-  return env.rendezvous.set;
+  return env.rendezvous.set || env.slurm.active;
+}
+
+// hvdrun's store, or under srun without PMI task 0's; one task needs none.
+bool HasStore(const LaunchEnv& env) {
+  return env.rendezvous.set || (env.slurm.active && env.size > 1);
+}
+
+// The launcher's store: hvdrun's, or under srun without PMI task 0's.
+Status ConnectStore(const Config& config, int rank, double seconds, RendezvousEndpoint* endpoint,
+                    std::unique_ptr<KVClient>* client) {
+  const LaunchEnv& env = config.launch;
+  if (env.rendezvous.set) {
+    *endpoint = env.rendezvous;
+    return KVClient::Connect(env.rendezvous, seconds, client);
+  }
+  if (config.elastic) {
+    return Status::Invalid(
+        "Gloo: HVD_ELASTIC=1 needs hvdrun's rendezvous server; inside a Slurm allocation start "
+        "the job with hvdrun --min-np/--max-np, not srun");
+  }
+  return ConnectSlurmStore(env.slurm, env.host, rank, seconds, endpoint, client);
 }
 
 // A world of one rank without a rendezvous store: every collective is a
@@ -107,13 +130,14 @@ Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
   if (!config.elastic && !config.launch.rank_error.ok()) {
     return Status(config.launch.rank_error.code(), "Gloo: " + config.launch.rank_error.message());
   }
-  if (!LaunchedByEnv(config.launch)) return CreateLocalWorld(config, shared, out);
+  if (!HasStore(config.launch)) return CreateLocalWorld(config, shared, out);
   if (!config.launch.has_rank && !config.elastic) {
     return Status::Invalid("Gloo: HVD_RENDEZVOUS_ADDR is set but HVD_RANK/HVD_SIZE are not");
   }
 
   std::unique_ptr<KVClient> client;
-  HVD_RETURN_IF_ERROR(KVClient::Connect(config.launch.rendezvous, seconds, &client));
+  RendezvousEndpoint endpoint;
+  HVD_RETURN_IF_ERROR(ConnectStore(config, rank, seconds, &endpoint, &client));
   // Elastic: rank and size come from the launcher's newest round.
   int64_t round = -1;
   if (config.elastic) {
@@ -129,7 +153,7 @@ Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
   HVD_RETURN_IF_ERROR(WorldPrefix(config, store.get(), size, round, &prefix));
 
   ::gloo::transport::tcp::attr attr;
-  HVD_RETURN_IF_ERROR(DeviceAttr(config, &attr));
+  HVD_RETURN_IF_ERROR(DeviceAttr(config, endpoint, &attr));
   HVD_RETURN_IF_ERROR(gloo_backend::GlooGuard("device", "rank " + std::to_string(rank), [&] {
     shared->device = ::gloo::transport::tcp::CreateDevice(attr);
   }));
@@ -138,6 +162,8 @@ Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
 
   std::unique_ptr<GlooComm> comm;
   HVD_RETURN_IF_ERROR(GlooComm::Create(shared, prefix, rank, size, &comm));
+  // Every task has read the Slurm store's file by now (they all met on it).
+  if (!config.launch.rendezvous.set && rank == 0) RemoveSlurmStoreFile(config.launch.slurm);
   *out = std::move(comm);
   return Status::OK();
 }

@@ -25,9 +25,20 @@ bool LaunchedByMpi(const LaunchEnv& env) {
   return env.mpi_launched;
 }
 
+// srun without --mpi gives MPI no way to find its peers; Open MPI would
+// fail inside MPI_Init_thread with a page about rebuilding it.
+Status CheckPmi(const LaunchEnv& env) {
+  if (!env.slurm.active) return Status::OK();
+  return Status::Invalid(
+      "MPI: srun started this task without PMI (SLURM_PROCID set; no PMIX_RANK or PMI_RANK), so "
+      "MPI cannot start; run srun --mpi=pmix, or leave HVD_CONTROLLER unset (or =gloo) to use "
+      "Gloo");
+}
+
 Status EnsureMpiInitialized(const Config& config) {
   int initialized = 0;
   MPI_Initialized(&initialized);
+  if (!initialized) HVD_RETURN_IF_ERROR(CheckPmi(config.launch));
   if (initialized) {
     MPI_Query_thread(&g_thread_level);
   } else {
