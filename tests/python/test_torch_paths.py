@@ -416,10 +416,10 @@ def test_dlpack_capsules_everywhere(world, monkeypatch):
 
 @pytest.mark.parametrize("value,name", [
     (np.ones(2, np.complex64), "numpy.complex64"),
-    (np.ones(2, np.int16), "numpy.int16"),
+    (np.ones(2, np.uint16), "numpy.uint16"),
     (np.ones(2, np.uint32), "numpy.uint32"),
     (torch.ones(2, dtype=torch.complex64), "torch.complex64"),
-    (torch.ones(2, dtype=torch.int16), "torch.int16"),
+    (torch.ones(2, dtype=torch.complex128), "torch.complex128"),
 ])
 def test_unsupported_dtypes_are_named_in_user_terms(world, value, name):
     with pytest.raises(hvd.HvdInvalidArgument) as err:
