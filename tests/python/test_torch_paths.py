@@ -110,11 +110,14 @@ def test_lean_path_is_taken_only_where_it_applies(world, monkeypatch):
     x = torch.ones(3)
     hvd.allreduce_(x, op=hvd.Sum)
     hvd.allreduce(torch.nn.Parameter(torch.ones(2)), op=hvd.Sum)
+    flags = hvd.allreduce(torch.tensor([True, False]), op=hvd.Max)  # bool and int16 too
+    shorts = hvd.allreduce(torch.tensor([3, -2], dtype=torch.int16), op=hvd.Sum)
     assert seen == []  # contiguous CPU tensors never reach the generic path
+    assert flags.dtype == torch.bool and flags.tolist() == [True, False]
+    assert shorts.dtype == torch.int16 and shorts.tolist() == [3 * hvd.size(), -2 * hvd.size()]
     hvd.allreduce(np.ones(2), op=hvd.Sum)
-    hvd.allreduce(torch.tensor([True, False]), op=hvd.Max)
     hvd.allreduce(torch.ones(3, 2).t(), op=hvd.Sum)  # non-contiguous
-    assert seen == ["ndarray", "Tensor", "Tensor"]
+    assert seen == ["ndarray", "Tensor"]
     assert torch.equal(x, torch.full((3,), float(hvd.size())))
 
 
