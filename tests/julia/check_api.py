@@ -3,7 +3,8 @@
 
 Every `LibHvd.hvd_xxx(args...)` call in Hvd.jl must name a function that
 LibHvd.jl defines, with the same number of arguments, and every function
-in REQUIRED must exist in Hvd.jl (so a binding that lost one fails here). Exit status 0 = all good.
+in REQUIRED must exist in Hvd.jl (so a binding that lost one fails here).
+Exit status 0 = all good.
 """
 import argparse
 import re
