@@ -131,19 +131,16 @@ static const DLTensor* const* describe_group(void* scratch, void* data, const in
 hvd_status hvdj_grouped_allgather_async(void* scratch, void* data, int64_t* lengths, int count,
                                         int dtype_code, int dtype_bits, int32_t process_set,
                                         int64_t* handle) {
-  const DLTensor* const* in =
-      describe_group(scratch, data, lengths, count, dtype_code, dtype_bits);
+  const DLTensor* const* in = describe_group(scratch, data, lengths, count, dtype_code, dtype_bits);
   hvd_op_options opts = HVD_OP_OPTIONS_INIT;
   opts.process_set = process_set;
   return hvd_grouped_allgather_async(NULL, in, in ? count : 0, &opts, handle);
 }
 
-hvd_status hvdj_grouped_reducescatter_async(void* scratch, void* data, int64_t* lengths,
-                                            int count, int dtype_code, int dtype_bits,
-                                            hvd_reduce_op op, int32_t process_set,
-                                            int64_t* handle) {
-  const DLTensor* const* in =
-      describe_group(scratch, data, lengths, count, dtype_code, dtype_bits);
+hvd_status hvdj_grouped_reducescatter_async(void* scratch, void* data, int64_t* lengths, int count,
+                                            int dtype_code, int dtype_bits, hvd_reduce_op op,
+                                            int32_t process_set, int64_t* handle) {
+  const DLTensor* const* in = describe_group(scratch, data, lengths, count, dtype_code, dtype_bits);
   hvd_op_options opts = HVD_OP_OPTIONS_INIT;
   opts.process_set = process_set;
   return hvd_grouped_reducescatter_async(NULL, in, in ? count : 0, op, &opts, handle);
@@ -168,8 +165,8 @@ hvd_status hvdj_result_copy(int64_t handle, void* dst, int64_t dst_bytes) {
   return hvdj_result_copy_at(handle, 0, dst, dst_bytes);
 }
 
-hvd_status hvdj_result_shape_at(int64_t handle, int index, int64_t* shape, int cap,
-                                int32_t* ndim, int64_t* nbytes) {
+hvd_status hvdj_result_shape_at(int64_t handle, int index, int64_t* shape, int cap, int32_t* ndim,
+                                int64_t* nbytes) {
   DLTensor r;
   hvd_status st = hvd_result_at(handle, index, &r);
   if (st != HVD_OK) return st;
