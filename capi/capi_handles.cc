@@ -32,16 +32,23 @@ hvd_status Wait(hvd_handle handle, int64_t timeout_ms) {
   return timed_out ? ReportFrom("hvd_wait", s) : Report(s);
 }
 
-hvd_status Result(hvd_handle handle, DLTensor* result) {
-  if (!result) return Fail(Code::kInvalidArgument, "hvd_result: result is NULL");
+hvd_status Result(const char* fn, hvd_handle handle, int index, DLTensor* result) {
+  if (!result) return Fail(Code::kInvalidArgument, std::string(fn) + ": result is NULL");
   std::shared_ptr<HandleState> state;
-  Status s = Finished("hvd_result", handle, &state);
+  Status s = Finished(fn, handle, &state);
   if (!s.ok()) return Report(s);
-  OpResult& r = state->result();
+  if (index < 0 || index >= state->num_results()) {
+    return Fail(Code::kInvalidArgument,
+                std::string(fn) + ": index " + std::to_string(index) + " is outside 0.." +
+                    std::to_string(state->num_results() - 1) + " (this handle has " +
+                    std::to_string(state->num_results()) + " result(s))");
+  }
+  OpResult& r = state->result(index);
   if (!r.data && r.shape.empty()) {
     return Fail(Code::kInvalidArgument,
-                "hvd_result: this operation has no hvd-owned result (allreduce and broadcast "
-                "write to the caller's tensor)");
+                std::string(fn) +
+                    ": this operation has no hvd-owned result (allreduce and broadcast "
+                    "write to the caller's tensor)");
   }
   result->data = r.data;
   result->device = ToDLDevice(r.device);
@@ -96,7 +103,13 @@ hvd_status hvd_release(hvd_handle handle) {
 }
 
 hvd_status hvd_result(hvd_handle handle, DLTensor* result) {
-  return hvd::capi::Guard("hvd_result", [&] { return hvd::capi::Result(handle, result); });
+  return hvd::capi::Guard("hvd_result",
+                          [&] { return hvd::capi::Result("hvd_result", handle, 0, result); });
+}
+
+hvd_status hvd_result_at(hvd_handle handle, int index, DLTensor* result) {
+  return hvd::capi::Guard(
+      "hvd_result_at", [&] { return hvd::capi::Result("hvd_result_at", handle, index, result); });
 }
 
 hvd_status hvd_result_splits(hvd_handle handle, int32_t* splits, int n, int* count) {

@@ -96,10 +96,11 @@ inline std::shared_ptr<HandleState> FindHandle(const char* fn, hvd_handle handle
 }
 
 // Registers a handle covering `count` entries, fills the common request
-// fields from the options and submits (capi_ops.cc). On failure nothing
-// stays behind.
+// fields from the options and submits (capi_ops.cc). With per_tensor_results
+// entry i writes the handle's result i (grouped allgather/reducescatter).
+// On failure nothing stays behind.
 hvd_status Submit(const char* fn, std::unique_ptr<TensorEntry>* entries, size_t count,
-                  const hvd_op_options& o, hvd_handle* handle);
+                  const hvd_op_options& o, hvd_handle* handle, bool per_tensor_results = false);
 
 // Runs a control operation (barrier, join, process sets) to completion;
 // *value (may be null) receives the result's value.

@@ -174,6 +174,27 @@ Status CheckAdasumTensor(const char* fn, const char* what, const TensorEntry& e)
   return Status::OK();
 }
 
+// bool reduces logically: sum and max are OR, min and product are AND,
+// which on bytes are max and min (any non-zero byte is true). Average and
+// scaling have no meaning for truth values.
+Status MapBoolOp(const char* fn, const char* what, const hvd_op_options& o, TensorEntry* e) {
+  if (e->request.dtype != DataType::kBool) return Status::OK();
+  ReduceOp& op = e->request.reduce_op;
+  if (op == ReduceOp::kAverage || op == ReduceOp::kAdasum) {
+    return Status::Invalid(std::string(fn) + ": " + what + " is bool, which reduces with " +
+                           "HVD_OP_SUM/MAX (logical or) or HVD_OP_MIN/PRODUCT (logical and), not " +
+                           ReduceOpName(op));
+  }
+  if (o.prescale_factor != 1.0 || o.postscale_factor != 1.0) {
+    return Status::Invalid(std::string(fn) + ": " + what +
+                           " is bool, which cannot be scaled (prescale/postscale factors must "
+                           "be 1)");
+  }
+  if (op == ReduceOp::kSum) op = ReduceOp::kMax;
+  if (op == ReduceOp::kProduct) op = ReduceOp::kMin;
+  return Status::OK();
+}
+
 ResultAllocator MakeAllocator(const hvd_op_options& o) {
   if (!o.allocator) return nullptr;
   hvd_allocator fn = o.allocator;
@@ -261,12 +282,19 @@ hvd_status Allreduce(const char* name, const DLTensor* input, DLTensor* output, 
   if (s.ok()) s = ReadOutput(fn, "output", "input", input, output, &*e);
   if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumTensor(fn, "input", *e);
   if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumSet(fn, o.process_set);
+  if (s.ok()) {
+    e->request.reduce_op = static_cast<ReduceOp>(op);
+    s = MapBoolOp(fn, "input", o, &*e);
+  }
   if (!s.ok()) return Report(s);
   e->request.type = OpType::kAllreduce;
-  e->request.reduce_op = static_cast<ReduceOp>(op);
   if (name) e->request.name = name;
   return e.Submit(fn, o, handle);
 }
+
+hvd_status SubmitGroup(const char* fn, OpType type, const char* const* names,
+                       std::vector<std::unique_ptr<TensorEntry>>* v, const hvd_op_options& o,
+                       hvd_handle* handle, bool per_tensor_results);
 
 hvd_status GroupedAllreduce(const char* const* names, const DLTensor* const* inputs,
                             DLTensor* const* outputs, int count, int op, const hvd_op_options* opts,
@@ -287,22 +315,65 @@ hvd_status GroupedAllreduce(const char* const* names, const DLTensor* const* inp
     s = ReadTensor(fn, what.c_str(), inputs[i], v[i].get());
     if (s.ok()) s = ReadOutput(fn, owhat.c_str(), what.c_str(), inputs[i], outputs[i], v[i].get());
     if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumTensor(fn, what.c_str(), *v[i]);
+    if (s.ok()) {
+      v[i]->request.reduce_op = static_cast<ReduceOp>(op);
+      s = MapBoolOp(fn, what.c_str(), o, v[i].get());
+    }
     if (!s.ok()) break;
   }
   if (s.ok() && op == HVD_OP_ADASUM) s = CheckAdasumSet(fn, o.process_set);
+  if (!s.ok()) return Report(s);
+  return SubmitGroup(fn, OpType::kAllreduce, names, &v, o, handle, false);
+}
+
+// Names, type and group of a validated group's entries, then one handle
+// for all of them: negotiated together, emitted together, fused when their
+// dtypes and options allow.
+hvd_status SubmitGroup(const char* fn, OpType type, const char* const* names,
+                       std::vector<std::unique_ptr<TensorEntry>>* v, const hvd_op_options& o,
+                       hvd_handle* handle, bool per_tensor_results) {
+  for (size_t i = 0; i < v->size(); ++i) {
+    Request& q = (*v)[i]->request;
+    q.type = type;
+    q.name = names && names[i] ? names[i] : RT().AutoName(type, o.process_set);
+  }
+  const std::string group = "group:" + (*v)[0]->request.name;
+  for (auto& e : *v) {
+    e->request.group = group;
+    e->request.group_size = static_cast<int32_t>(v->size());
+  }
+  return Submit(fn, v->data(), v->size(), o, handle, per_tensor_results);
+}
+
+// Grouped operations whose results hvd allocates: one entry per input,
+// each with a result of its own under the one handle (hvd_result_at).
+hvd_status GroupedWithResults(const char* fn, OpType type, const char* const* names,
+                              const DLTensor* const* inputs, int count, int op,
+                              const hvd_op_options* opts, hvd_handle* handle) {
+  hvd_op_options o;
+  Status s = CheckInit(fn);
+  if (s.ok()) s = ReadOpOptions(opts, &o, fn);
+  if (s.ok() && type == OpType::kReducescatter) s = CheckScatterOp(fn, op);
+  if (s.ok() && (count <= 0 || !inputs)) {
+    s = Status::Invalid(std::string(fn) + ": needs count > 0 and non-NULL inputs");
+  }
+  std::vector<std::unique_ptr<TensorEntry>> v(s.ok() ? static_cast<size_t>(count) : 0);
   for (int i = 0; s.ok() && i < count; ++i) {
-    v[i]->request.type = OpType::kAllreduce;
-    v[i]->request.reduce_op = static_cast<ReduceOp>(op);
-    v[i]->request.name =
-        names && names[i] ? names[i] : RT().AutoName(OpType::kAllreduce, o.process_set);
+    const std::string what = "inputs[" + std::to_string(i) + "]";
+    v[i] = std::make_unique<TensorEntry>();
+    s = ReadTensor(fn, what.c_str(), inputs[i], v[i].get());
+    if (s.ok() && type == OpType::kReducescatter) {
+      if (v[i]->request.shape.empty()) {
+        s = Status::Invalid(std::string(fn) + ": " + what +
+                            " is a scalar; reducescatter needs at least one dimension");
+      } else {
+        v[i]->request.reduce_op = static_cast<ReduceOp>(op);
+        s = MapBoolOp(fn, what.c_str(), o, v[i].get());
+      }
+    }
   }
   if (!s.ok()) return Report(s);
-  const std::string group = "group:" + v[0]->request.name;
-  for (auto& e : v) {
-    e->request.group = group;
-    e->request.group_size = count;
-  }
-  return Submit(fn, v.data(), v.size(), o, handle);
+  return SubmitGroup(fn, type, names, &v, o, handle, true);
 }
 
 hvd_status Allgather(const char* name, const DLTensor* input, const hvd_op_options* opts,
@@ -390,9 +461,12 @@ hvd_status Reducescatter(const char* name, const DLTensor* input, int op,
   hvd_op_options o;
   ScratchEntry e;
   Status s = ReadCommon(fn, opts, CheckScatterOp, op, input, "input", &o, &*e);
+  if (s.ok()) {
+    e->request.reduce_op = static_cast<ReduceOp>(op);
+    s = MapBoolOp(fn, "input", o, &*e);
+  }
   if (!s.ok()) return Report(s);
   e->request.type = OpType::kReducescatter;
-  e->request.reduce_op = static_cast<ReduceOp>(op);
   if (name) e->request.name = name;
   return e.Submit(fn, o, handle);
 }
@@ -420,14 +494,15 @@ hvd_status Join(int32_t process_set, int* last_rank) {
 }  // namespace
 
 hvd_status Submit(const char* fn, std::unique_ptr<TensorEntry>* entries, size_t count,
-                  const hvd_op_options& o, hvd_handle* handle) {
+                  const hvd_op_options& o, hvd_handle* handle, bool per_tensor_results) {
   if (!handle) return Fail(Code::kInvalidArgument, std::string(fn) + ": handle is NULL");
-  auto state = std::allocate_shared<HandleState>(PoolAllocator<HandleState>(),
-                                                 static_cast<int>(count), MakeCallback(o));
+  const int n = static_cast<int>(count);
+  auto state = std::allocate_shared<HandleState>(PoolAllocator<HandleState>(), n, MakeCallback(o),
+                                                 per_tensor_results ? n : 1);
   for (size_t i = 0; i < count; ++i) {
     TensorEntry& e = *entries[i];
     e.handle = state;
-    e.owns_result = i == 0;
+    e.result_index = per_tensor_results ? static_cast<int32_t>(i) : 0;
     e.request.process_set = o.process_set;
     e.request.prescale = o.prescale_factor;
     e.request.postscale = o.postscale_factor;
@@ -483,6 +558,25 @@ hvd_status hvd_grouped_allreduce_async(const char* const* names, const DLTensor*
   const int op_value = hvd::capi::EnumValue(op);
   return hvd::capi::Guard("hvd_grouped_allreduce_async", [&] {
     return hvd::capi::GroupedAllreduce(names, inputs, outputs, count, op_value, opts, handle);
+  });
+}
+
+hvd_status hvd_grouped_allgather_async(const char* const* names, const DLTensor* const* inputs,
+                                       int count, const hvd_op_options* opts, hvd_handle* handle) {
+  return hvd::capi::Guard("hvd_grouped_allgather_async", [&] {
+    return hvd::capi::GroupedWithResults("hvd_grouped_allgather_async", hvd::OpType::kAllgather,
+                                         names, inputs, count, HVD_OP_SUM, opts, handle);
+  });
+}
+
+hvd_status hvd_grouped_reducescatter_async(const char* const* names, const DLTensor* const* inputs,
+                                           int count, hvd_reduce_op op, const hvd_op_options* opts,
+                                           hvd_handle* handle) {
+  const int op_value = hvd::capi::EnumValue(op);
+  return hvd::capi::Guard("hvd_grouped_reducescatter_async", [&] {
+    return hvd::capi::GroupedWithResults("hvd_grouped_reducescatter_async",
+                                         hvd::OpType::kReducescatter, names, inputs, count,
+                                         op_value, opts, handle);
   });
 }
 

@@ -45,7 +45,8 @@ HVDJ_ARRAY(int32_t, int, Int)
 HVDJ_ARRAY(int, int, Int)
 
 %apply void* DIRECT { void* scratch, void* input, void* output, void* data, void* dst };
-%apply int64_t* ARRAY { int64_t* shape, int64_t* handle, int64_t* nbytes, hvd_handle* handle };
+%apply int64_t* ARRAY { int64_t* shape, int64_t* handle, int64_t* nbytes, hvd_handle* handle,
+                        int64_t* lengths };
 %apply int32_t* ARRAY { int32_t* splits, int32_t* ndim, int32_t* id, const int32_t* ranks };
 %apply int* ARRAY { int* last_rank, int* count };
 

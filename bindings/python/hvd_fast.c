@@ -12,7 +12,7 @@
  *              the GIL released while hvd_wait blocks.
  *   allreduce  submits an allreduce of a contiguous CPU torch tensor straight
  *              from the tensor's attributes, or returns None when the tensor
- *              needs the generic path (numpy, CUDA, bool, non-contiguous...).
+ *              needs the generic path (numpy, CUDA, non-contiguous...).
  *   Slot       one per DistributedOptimizer parameter: name, options and the
  *              DLTensor of the last gradient seen are kept between steps.
  *   sweep      releases handles that were dropped while still running.

@@ -27,9 +27,10 @@ struct DataTypeTag {
 };
 
 // The host type of one element, in enum order. 16-bit floats are their bits
-// (uint16_t): convert with half.h to compute on them.
-using HostElements =
-    std::tuple<uint8_t, int8_t, int32_t, int64_t, uint16_t, uint16_t, float, double>;
+// (uint16_t): convert with half.h to compute on them. bool is its byte: the
+// element-wise max and min of bytes are OR and AND of their truth values.
+using HostElements = std::tuple<uint8_t, int8_t, int32_t, int64_t, uint16_t, uint16_t, float,
+                                double, int16_t, uint8_t>;
 static_assert(std::tuple_size<HostElements>::value == kNumDataTypes, "one type per DataType");
 template <DataType D>
 using HostElementT = std::tuple_element_t<static_cast<size_t>(D), HostElements>;
@@ -55,6 +56,10 @@ decltype(auto) VisitDataType(DataType dt, F&& f, U&& unknown) {
       return f(DataTypeTag<DataType::kFloat32>{});
     case DataType::kFloat64:
       return f(DataTypeTag<DataType::kFloat64>{});
+    case DataType::kInt16:
+      return f(DataTypeTag<DataType::kInt16>{});
+    case DataType::kBool:
+      return f(DataTypeTag<DataType::kBool>{});
   }
   return unknown();
 }

@@ -14,8 +14,8 @@ size_t DataTypeSize(DataType dt) {
 }
 
 const char* DataTypeName(DataType dt) {
-  static const char* const kNames[] = {"uint8",   "int8",     "int32",   "int64",
-                                       "float16", "bfloat16", "float32", "float64"};
+  static const char* const kNames[] = {"uint8",    "int8",    "int32",   "int64", "float16",
+                                       "bfloat16", "float32", "float64", "int16", "bool"};
   return PerDataType(kNames, dt, "unknown");
 }
 
@@ -45,9 +45,12 @@ std::string DeviceName(const Device& d) {
   return d.kind == DeviceKind::kCPU ? "cpu" : "cuda:" + std::to_string(d.id);
 }
 
+// DLPack's kDLBool (DLPack 0.8; the dlpack.h hvd builds with may predate it).
+constexpr uint8_t kDLBoolCode = 6;
+
 // DLPack's type code and bits of each DataType, in enum order.
-constexpr uint8_t kDLCodes[] = {kDLUInt,  kDLInt,    kDLInt,   kDLInt,
-                                kDLFloat, kDLBfloat, kDLFloat, kDLFloat};
+constexpr uint8_t kDLCodes[] = {kDLUInt,   kDLInt,   kDLInt,   kDLInt, kDLFloat,
+                                kDLBfloat, kDLFloat, kDLFloat, kDLInt, kDLBoolCode};
 
 template <size_t... I>
 constexpr std::array<uint8_t, kNumDataTypes> ElementBits(std::index_sequence<I...>) {
@@ -58,7 +61,7 @@ constexpr std::array<uint8_t, kNumDataTypes> kDLBits =
 
 // The inverse, for one lookup per submitted tensor: the DataType of DLPack
 // code c (0..kMaxDLCode) with 8 << k bits at [c][k]; -1: none.
-constexpr int kMaxDLCode = 4;  // kDLBfloat
+constexpr int kMaxDLCode = kDLBoolCode;
 constexpr int BitsIndex(int bits) {
   return bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : bits == 64 ? 3 : -1;
 }
@@ -82,8 +85,8 @@ Status FromDLDataType(DLDataType in, DataType* out) {
   }
   return Status::Invalid("unsupported dtype (code " + std::to_string(in.code) + ", " +
                          std::to_string(in.bits) +
-                         " bits); supported: uint8, int8, int32, int64, "
-                         "float16, bfloat16, float32, float64");
+                         " bits); supported: uint8, int8, int16, int32, int64, "
+                         "float16, bfloat16, float32, float64, bool");
 }
 
 DLDataType ToDLDataType(DataType dt) {

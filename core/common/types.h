@@ -21,8 +21,12 @@ enum class DataType : uint8_t {
   kBFloat16 = 5,
   kFloat32 = 6,
   kFloat64 = 7,
+  kInt16 = 8,
+  // One byte, 0 false, anything else true. Reductions are logical: sum and
+  // max are OR, min and product are AND (the C API maps them to max/min).
+  kBool = 9,
 };
-constexpr int kNumDataTypes = 8;
+constexpr int kNumDataTypes = 10;
 
 // kAdasum: allreduce only, floating-point CPU tensors (core/ops/adasum.cc).
 enum class ReduceOp : uint8_t {

@@ -14,8 +14,8 @@
 namespace hvd {
 
 // In DataType order.
-using DeviceElements =
-    std::tuple<uint8_t, int8_t, int32_t, long long, __half, __nv_bfloat16, float, double>;
+using DeviceElements = std::tuple<uint8_t, int8_t, int32_t, long long, __half, __nv_bfloat16, float,
+                                  double, int16_t, uint8_t>;
 static_assert(std::tuple_size<DeviceElements>::value == kNumDataTypes, "one type per DataType");
 template <DataType D>
 using DeviceElementT = std::tuple_element_t<static_cast<size_t>(D), DeviceElements>;

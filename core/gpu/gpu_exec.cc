@@ -219,18 +219,19 @@ Status LocalDevice(const GpuSet& g, const std::vector<TensorEntry*>& entries, in
 
 // Results hvd allocates for GPU tensors live on the device and belong to
 // the handle, like host results do.
-ResultAllocator DeviceResultAllocator(HandleState* handle) {
-  return [handle](size_t bytes, const std::vector<int64_t>&, DataType, const Device&) -> void* {
-    auto buf = std::make_shared<DeviceBuffer>();
-    Status s = buf->Reserve(static_cast<int64_t>(bytes));
-    if (!s.ok()) {
-      handle->result().alloc_failure = s.message();
-      return nullptr;
-    }
-    void* p = buf->data();
-    handle->result().device_owned = std::move(buf);
-    return p;
-  };
+ResultAllocator DeviceResultAllocator(HandleState* handle, int index) {
+  return
+      [handle, index](size_t bytes, const std::vector<int64_t>&, DataType, const Device&) -> void* {
+        auto buf = std::make_shared<DeviceBuffer>();
+        Status s = buf->Reserve(static_cast<int64_t>(bytes));
+        if (!s.ok()) {
+          handle->result(index).alloc_failure = s.message();
+          return nullptr;
+        }
+        void* p = buf->data();
+        handle->result(index).device_owned = std::move(buf);
+        return p;
+      };
 }
 
 }  // namespace
@@ -263,7 +264,7 @@ Status ExecuteOnGpu(GpuSet& gpu, const Response& r, std::vector<TensorEntry*>& e
     HVD_CUDA_CHECK(cudaStreamWaitEvent(d->stream.get(), d->ready.get(), 0));
   }
   for (auto* e : entries) {
-    if (e && !e->allocator) e->allocator = DeviceResultAllocator(e->handle.get());
+    if (e && !e->allocator) e->allocator = DeviceResultAllocator(e->handle.get(), e->result_index);
   }
 
   ctx.comm = d->comm.get();

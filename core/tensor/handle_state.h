@@ -1,7 +1,8 @@
 // Completion state shared by the caller (poll/wait/result) and the
 // background thread (Complete). One HandleState may cover several tensors
-// (grouped allreduce): it is done when the last one completes, with the
-// first error seen.
+// (grouped operations): it is done when the last one completes, with the
+// first error seen. Grouped allgather/reducescatter keep one result per
+// tensor.
 #pragma once
 
 #include <atomic>
@@ -41,7 +42,12 @@ class HandleState {
   // Gets the handle's id (set_id) and final status.
   using Callback = std::function<void(int64_t, const Status&)>;
 
-  HandleState(int pending, Callback callback) : pending_(pending), callback_(std::move(callback)) {}
+  // `results`: how many OpResults the covered tensors write (1 unless a
+  // grouped operation gives each tensor a result of its own).
+  HandleState(int pending, Callback callback, int results = 1)
+      : pending_(pending),
+        callback_(std::move(callback)),
+        more_results_(results > 1 ? static_cast<size_t>(results - 1) : 0) {}
 
   // The C API's id for this state, passed to the callback; set before submission.
   void set_id(int64_t id) { id_ = id; }
@@ -59,9 +65,12 @@ class HandleState {
   Status Wait(int64_t timeout_ms, bool* timed_out = nullptr);
   bool done();
 
-  // Result of the first tensor; written only by the background thread
-  // before completion and read by callers after it.
-  OpResult& result() { return result_; }
+  // Result of tensor i (0 <= i < num_results()); written only by the
+  // background thread before completion and read by callers after it.
+  OpResult& result(int i = 0) {
+    return i == 0 ? result_ : more_results_[static_cast<size_t>(i - 1)];
+  }
+  int num_results() const { return 1 + static_cast<int>(more_results_.size()); }
 
  private:
   // Marks one tensor done; true (with what to do next) when it was the
@@ -87,6 +96,7 @@ class HandleState {
   Status status_;  // written once, by the finishing completion
   Callback callback_;
   OpResult result_;
+  std::vector<OpResult> more_results_;  // results 1.. of a grouped operation
 };
 
 }  // namespace hvd

@@ -5,7 +5,7 @@
 namespace hvd {
 
 void* TensorEntry::AllocateResult(size_t nbytes, const std::vector<int64_t>& shape, Status* error) {
-  OpResult& r = handle->result();
+  OpResult& r = handle->result(result_index);
   r.shape = shape;
   r.dtype = request.dtype;
   r.device = request.device;
@@ -40,7 +40,7 @@ void TensorEntry::Clear() {
   num_elements = 0;
   bytes = 0;
   handle.reset();
-  owns_result = false;
+  result_index = 0;
   allocator = nullptr;
   cuda_stream = nullptr;
   enqueued = {};
@@ -54,7 +54,7 @@ void TensorEntry::Swap(TensorEntry& o) noexcept {
   swap(num_elements, o.num_elements);
   swap(bytes, o.bytes);
   handle.swap(o.handle);
-  swap(owns_result, o.owns_result);
+  swap(result_index, o.result_index);
   allocator.swap(o.allocator);
   swap(cuda_stream, o.cuda_stream);
   swap(enqueued, o.enqueued);

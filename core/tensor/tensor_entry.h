@@ -23,7 +23,7 @@ struct TensorEntry {
   int64_t num_elements = 0;
   int64_t bytes = 0;
   std::shared_ptr<HandleState> handle;
-  bool owns_result = false;  // this entry writes handle->result()
+  int32_t result_index = 0;  // the handle's result this entry writes (grouped ops: its index)
   ResultAllocator allocator;
   void* cuda_stream = nullptr;
   std::chrono::steady_clock::time_point enqueued;

@@ -21,9 +21,11 @@ using testing::Comms;
 using testing::MakeComms;
 using testing::RunAll;
 
-const DataType kAllTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
-                              DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                              DataType::kFloat32, DataType::kFloat64};
+// bool is absent: the C API reduces it with max/min (a byte's or/and),
+// which kUInt8 covers here.
+const DataType kAllTypes[] = {DataType::kUInt8,    DataType::kInt8,    DataType::kInt16,
+                              DataType::kInt32,    DataType::kInt64,   DataType::kFloat16,
+                              DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
 const ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
 // Values are small integers, exact in every type, so results are exact.
@@ -38,6 +40,12 @@ std::vector<unsigned char> Encode(DataType dt, const std::vector<double>& v) {
         break;
       case DataType::kInt8:
         put(static_cast<int8_t>(v[i]));
+        break;
+      case DataType::kInt16:
+        put(static_cast<int16_t>(v[i]));
+        break;
+      case DataType::kBool:
+        put(static_cast<uint8_t>(v[i] != 0));
         break;
       case DataType::kInt32:
         put(static_cast<int32_t>(v[i]));
@@ -77,6 +85,12 @@ std::vector<double> Decode(DataType dt, const std::vector<unsigned char>& bytes)
         break;
       case DataType::kInt8:
         out[i] = get(int8_t{});
+        break;
+      case DataType::kInt16:
+        out[i] = get(int16_t{});
+        break;
+      case DataType::kBool:
+        out[i] = get(uint8_t{}) != 0;
         break;
       case DataType::kInt32:
         out[i] = get(int32_t{});

@@ -517,7 +517,7 @@ TEST(Alltoall, UnevenSplitsAndEqualSplits) {
   int64_t rows = 0;
   std::vector<int32_t> splits(N());
   for (int d = 0; d < N(); ++d) rows += (splits[d] = d + 1);
-  for (T t : {T::f32, T::i64, T::u8}) {
+  for (T t : {T::f32, T::i64, T::u8, T::i16}) {
     Tensor in(t, {rows, cols});
     int64_t k = 0;
     for (int d = 0; d < N(); ++d) {
@@ -593,7 +593,7 @@ void ReduceScatter(const std::string& name, Tensor& in, hvd_reduce_op op, hvd_ha
 TEST(Reducescatter, OddRowsSumAndAverage) {
   const int64_t n = 2 * N() + 1, cols = 2;
   for (hvd_reduce_op op : {HVD_OP_SUM, HVD_OP_AVERAGE}) {
-    for (T t : {T::f32, T::f64, T::i32}) {
+    for (T t : {T::f32, T::f64, T::i32, T::i16}) {
       Tensor in(t, {n, cols});
       for (int64_t row = 0; row < n; ++row) {
         for (int64_t c = 0; c < cols; ++c) in.Set(row * cols + c, R() + 1 + row + c);
@@ -680,6 +680,351 @@ TEST(Grouped, CompleteTogether) {
   for (auto* t : {&ao, &bo, &co}) {
     for (int64_t i = 0; i < t->n(); ++i) EXPECT_EQ(t->Get(i), N() * (N() - 1) / 2.0 + N() * i);
   }
+}
+
+// ------------------------------------------------------------------- bool
+
+// Rank r's flag at element i: true for about a third of (rank, element).
+bool Flag(int r, int64_t i) {
+  return (r + i) % 3 == 0;
+}
+
+// bool reduces logically: SUM and MAX are or, MIN and PRODUCT are and.
+TEST(Bool, ReducesLogicallyEverywhere) {
+  const int64_t n = 7;
+  for (hvd_reduce_op op : {HVD_OP_SUM, HVD_OP_MAX, HVD_OP_MIN, HVD_OP_PRODUCT}) {
+    const bool is_or = op == HVD_OP_SUM || op == HVD_OP_MAX;
+    Tensor in(T::b8, {n}), out(T::b8, {n});
+    for (int64_t i = 0; i < n; ++i) in.Set(i, Flag(R(), i));
+    const std::string name = "bool.ar." + std::to_string(op);
+    ASSERT_EQ(Allreduce(name.c_str(), in, out, op), HVD_OK) << hvd_last_error();
+    for (int64_t i = 0; i < n; ++i) {
+      bool any = false, all = true;
+      for (int r = 0; r < N(); ++r) {
+        any = any || Flag(r, i);
+        all = all && Flag(r, i);
+      }
+      EXPECT_EQ(out.Get(i), (is_or ? any : all) ? 1 : 0) << name << " element " << i;
+    }
+  }
+  // Reducescatter: or of this rank's block.
+  const int64_t rows = 2 * N() + 1;
+  Tensor rs(T::b8, {rows});
+  for (int64_t i = 0; i < rows; ++i) rs.Set(i, Flag(R(), i));
+  hvd_handle h;
+  ASSERT_EQ(hvd_reducescatter_async("bool.rs", rs.dl(), HVD_OP_SUM, nullptr, &h), HVD_OK)
+      << hvd_last_error();
+  ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+  DLTensor res;
+  ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+  EXPECT_EQ(res.dtype.code, 6);
+  EXPECT_EQ(res.dtype.bits, 8);
+  const Block b = MyBlock(rows);
+  ASSERT_EQ(res.shape[0], b.rows);
+  for (int64_t i = 0; i < b.rows; ++i) {
+    bool any = false;
+    for (int r = 0; r < N(); ++r) any = any || Flag(r, b.first + i);
+    EXPECT_EQ(static_cast<const uint8_t*>(res.data)[i], any ? 1 : 0) << "row " << b.first + i;
+  }
+  hvd_release(h);
+}
+
+TEST(Bool, MovesUnchanged) {
+  // Allgather of R() + 1 flags per rank.
+  Tensor in(T::b8, {R() + 1});
+  for (int64_t i = 0; i <= R(); ++i) in.Set(i, Flag(R(), i));
+  hvd_handle h;
+  ASSERT_EQ(hvd_allgather_async("bool.ag", in.dl(), nullptr, &h), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+  DLTensor res;
+  ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+  ASSERT_EQ(res.shape[0], N() * (N() + 1) / 2);
+  int64_t k = 0;
+  for (int r = 0; r < N(); ++r) {
+    for (int64_t i = 0; i <= r; ++i, ++k) {
+      EXPECT_EQ(static_cast<const uint8_t*>(res.data)[k], Flag(r, i) ? 1 : 0) << r << "," << i;
+    }
+  }
+  hvd_release(h);
+  // Broadcast from the last rank, alltoall of one flag per peer.
+  Tensor bc(T::b8, {5});
+  for (int64_t i = 0; i < 5; ++i) bc.Set(i, Flag(R(), i));
+  ASSERT_EQ(hvd_broadcast_async("bool.bc", bc.dl(), N() - 1, nullptr, &h), HVD_OK);
+  ASSERT_EQ(Wait(h), HVD_OK) << hvd_last_error();
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(bc.Get(i), Flag(N() - 1, i) ? 1 : 0);
+  Tensor a2a(T::b8, {N()});
+  for (int d = 0; d < N(); ++d) a2a.Set(d, Flag(R(), d));
+  ASSERT_EQ(hvd_alltoall_async("bool.a2a", a2a.dl(), nullptr, 0, nullptr, &h), HVD_OK);
+  ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(hvd_result(h, &res), HVD_OK);
+  for (int from = 0; from < N(); ++from) {
+    EXPECT_EQ(static_cast<const uint8_t*>(res.data)[from], Flag(from, R()) ? 1 : 0);
+  }
+  hvd_release(h);
+}
+
+TEST(Bool, AverageAndScalingAreRefused) {
+  Tensor in(T::b8, {2}), out(T::b8, {2});
+  hvd_handle h = 0;
+  EXPECT_EQ(hvd_allreduce_async("bool.avg", in.dl(), out.dl(), HVD_OP_AVERAGE, nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("bool"), std::string::npos) << hvd_last_error();
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.postscale_factor = 0.5;
+  EXPECT_EQ(hvd_allreduce_async("bool.scaled", in.dl(), out.dl(), HVD_OP_SUM, &o, &h),
+            HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("scaled"), std::string::npos) << hvd_last_error();
+  const DLTensor* ins[] = {in.dl()};
+  EXPECT_EQ(hvd_grouped_reducescatter_async(nullptr, ins, 1, HVD_OP_AVERAGE, nullptr, &h),
+            HVD_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hvd_last_error()).find("inputs[0] is bool"), std::string::npos)
+      << hvd_last_error();
+}
+
+// ------------------------------------------- grouped allgather/reducescatter
+
+// Tensor k of a grouped test, rank r, element i: small integers, exact in
+// every dtype (int8 included).
+double GV(int k, int r, int64_t i) {
+  return (k * 7 + r * 5 + i) % 50;
+}
+
+// Reads result k of handle h and checks it against every rank's rows of
+// tensor k (rows_of(r) rows of `row` elements each, values GV).
+template <typename RowsOf>
+void ExpectGathered(hvd_handle h, int k, T t, int64_t row, RowsOf rows_of,
+                    const std::vector<int64_t>& inner) {
+  DLTensor res;
+  ASSERT_EQ(hvd_result_at(h, k, &res), HVD_OK) << hvd_last_error();
+  int64_t total = 0;
+  for (int r = 0; r < N(); ++r) total += rows_of(r);
+  ASSERT_EQ(res.ndim, static_cast<int>(1 + inner.size())) << "tensor " << k;
+  EXPECT_EQ(res.shape[0], total) << "tensor " << k;
+  for (size_t d = 0; d < inner.size(); ++d) EXPECT_EQ(res.shape[d + 1], inner[d]);
+  EXPECT_EQ(res.dtype.bits, hvdtest::ToDL(t).bits);
+  EXPECT_EQ(res.dtype.code, hvdtest::ToDL(t).code);
+  const auto* p = static_cast<const uint8_t*>(res.data);
+  int64_t at = 0;
+  for (int r = 0; r < N(); ++r) {
+    for (int64_t i = 0; i < rows_of(r) * row; ++i, ++at) {
+      double want = GV(k, r, i);
+      if (t == T::b8) want = want != 0 ? 1 : 0;
+      EXPECT_EQ(Tensor::Load(p + at * hvdtest::Size(t), t), want)
+          << "tensor " << k << " (" << hvdtest::Name(t) << ") from rank " << r << " element " << i;
+    }
+  }
+}
+
+// Uneven first dimensions, mixed shapes and dtypes (two of them shared, so
+// those fuse), bool included; every tensor gets its own result.
+TEST(GroupedAllgather, UnevenRowsMixedShapesAndTypes) {
+  struct Spec {
+    T t;
+    std::vector<int64_t> inner;  // dimensions after the first
+    int64_t (*rows)(int r);
+  };
+  const Spec specs[] = {
+      {T::f32, {3}, [](int r) -> int64_t { return r + 1; }},
+      {T::i16, {}, [](int r) -> int64_t { return 2 * r + 1; }},
+      {T::f32, {2, 2}, [](int r) -> int64_t { return r % 2; }},  // rank 0 sends no rows
+      {T::b8, {2}, [](int r) -> int64_t { return r + 2; }},
+      {T::u8, {1}, [](int) -> int64_t { return 3; }},
+      {T::i8, {}, [](int r) -> int64_t { return r; }},
+      {T::i32, {2}, [](int r) -> int64_t { return 1 + r % 3; }},
+      {T::i64, {}, [](int) -> int64_t { return 1; }},
+      {T::f16, {2}, [](int r) -> int64_t { return r + 1; }},
+      {T::bf16, {2}, [](int r) -> int64_t { return r + 1; }},
+      {T::f64, {3}, [](int r) -> int64_t { return N() - r; }},
+  };
+  const int count = static_cast<int>(sizeof(specs) / sizeof(specs[0]));
+  for (bool named : {true, false}) {
+    std::vector<std::unique_ptr<Tensor>> ts;
+    std::vector<const DLTensor*> ins;
+    std::vector<std::string> name_store;
+    std::vector<const char*> names;
+    for (int k = 0; k < count; ++k) {
+      std::vector<int64_t> shape = {specs[k].rows(R())};
+      shape.insert(shape.end(), specs[k].inner.begin(), specs[k].inner.end());
+      ts.push_back(std::make_unique<Tensor>(specs[k].t, shape));
+      for (int64_t i = 0; i < ts[k]->n(); ++i) ts[k]->Set(i, GV(k, R(), i));
+      ins.push_back(ts[k]->dl());
+      name_store.push_back("gag." + std::to_string(k));
+    }
+    for (auto& n : name_store) names.push_back(n.c_str());
+    hvd_handle h;
+    ASSERT_EQ(
+        hvd_grouped_allgather_async(named ? names.data() : nullptr, ins.data(), count, nullptr, &h),
+        HVD_OK)
+        << hvd_last_error();
+    ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+    for (int k = 0; k < count; ++k) {
+      int64_t row = 1;
+      for (auto d : specs[k].inner) row *= d;
+      ExpectGathered(h, k, specs[k].t, row, specs[k].rows, specs[k].inner);
+    }
+    // hvd_result is result 0; indices outside the group are refused.
+    DLTensor r0, rk;
+    ASSERT_EQ(hvd_result(h, &r0), HVD_OK);
+    ASSERT_EQ(hvd_result_at(h, 0, &rk), HVD_OK);
+    EXPECT_EQ(r0.data, rk.data);
+    EXPECT_EQ(hvd_result_at(h, count, &rk), HVD_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(hvd_last_error()).find("outside"), std::string::npos);
+    EXPECT_EQ(hvd_result_at(h, -1, &rk), HVD_ERR_INVALID_ARGUMENT);
+    hvd_release(h);
+  }
+}
+
+TEST(GroupedAllgather, CallerAllocatorGetsEveryResult) {
+  Tensor a(T::f64, {R() + 1}), b(T::i32, {2, 2});
+  for (int64_t i = 0; i < a.n(); ++i) a.Set(i, GV(0, R(), i));
+  for (int64_t i = 0; i < b.n(); ++i) b.Set(i, GV(1, R(), i));
+  int calls = 0;
+  hvd_op_options o = HVD_OP_OPTIONS_INIT;
+  o.allocator = TestAlloc;
+  o.allocator_user_data = &calls;
+  const DLTensor* ins[] = {a.dl(), b.dl()};
+  hvd_handle h;
+  ASSERT_EQ(hvd_grouped_allgather_async(nullptr, ins, 2, &o, &h), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+  EXPECT_EQ(calls, 2);
+  DLTensor r0, r1;
+  ASSERT_EQ(hvd_result_at(h, 0, &r0), HVD_OK);
+  ASSERT_EQ(hvd_result_at(h, 1, &r1), HVD_OK);
+  EXPECT_NE(r0.data, r1.data);
+  ExpectGathered(h, 0, T::f64, 1, [](int r) -> int64_t { return r + 1; }, {});
+  ExpectGathered(h, 1, T::i32, 2, [](int) -> int64_t { return 2; }, {2});
+  hvd_release(h);
+}
+
+// This rank's block of tensor k of a grouped reduce-scatter: rows of `cols`
+// elements, rank r's input GV-like values shifted by r.
+TEST(GroupedReducescatter, UnevenSplitsOpsAndScaling) {
+  struct Spec {
+    T t;
+    int64_t rows;  // first dimension (uneven for most sizes)
+    int64_t cols;
+  };
+  const Spec specs[] = {
+      {T::f32, 2 * N() + 1, 2}, {T::i32, N(), 3},     {T::f64, 1, 4},
+      {T::i16, 3 * N() + 2, 1}, {T::f32, N() + 1, 1}, {T::i64, 2 * N() - 1, 2},
+      {T::f16, N() + 1, 2},     {T::bf16, N(), 1},    {T::u8, N() + 1, 1},
+      {T::i8, N(), 2},
+  };
+  const int count = static_cast<int>(sizeof(specs) / sizeof(specs[0]));
+  struct Case {
+    hvd_reduce_op op;
+    double pre, post;
+  };
+  for (Case c : {Case{HVD_OP_SUM, 1, 1}, Case{HVD_OP_AVERAGE, 1, 1}, Case{HVD_OP_SUM, 2, 0.25}}) {
+    std::vector<std::unique_ptr<Tensor>> ts;
+    std::vector<const DLTensor*> ins;
+    for (int k = 0; k < count; ++k) {
+      ts.push_back(
+          std::make_unique<Tensor>(specs[k].t, std::vector<int64_t>{specs[k].rows, specs[k].cols}));
+      for (int64_t i = 0; i < ts[k]->n(); ++i) ts[k]->Set(i, (i + k) % 10 + R());
+      ins.push_back(ts[k]->dl());
+    }
+    hvd_op_options o = HVD_OP_OPTIONS_INIT;
+    o.prescale_factor = c.pre;
+    o.postscale_factor = c.post;
+    const bool scaled = c.pre != 1 || c.post != 1;
+    hvd_handle h;
+    ASSERT_EQ(hvd_grouped_reducescatter_async(nullptr, ins.data(), count, c.op, &o, &h), HVD_OK)
+        << hvd_last_error();
+    ASSERT_EQ(hvd_wait(h, 60000), HVD_OK) << hvd_last_error();
+    for (int k = 0; k < count; ++k) {
+      const T t = specs[k].t;
+      const int64_t cols = specs[k].cols;
+      DLTensor res;
+      ASSERT_EQ(hvd_result_at(h, k, &res), HVD_OK) << hvd_last_error();
+      const Block b = MyBlock(specs[k].rows);
+      ASSERT_EQ(res.ndim, 2);
+      ASSERT_EQ(res.shape[0], b.rows) << "tensor " << k;
+      EXPECT_EQ(res.shape[1], cols);
+      const auto* p = static_cast<const uint8_t*>(res.data);
+      for (int64_t i = 0; i < b.rows * cols; ++i) {
+        const int64_t at = b.first * cols + i;
+        const double sum = N() * static_cast<double>((at + k) % 10) + N() * (N() - 1) / 2.0;
+        double want = sum;
+        if (c.op == HVD_OP_AVERAGE) {
+          want = hvdtest::IsFloat(t) ? sum / N() : std::llround(sum / N());
+        } else if (scaled) {
+          if (!hvdtest::IsFloat(t)) continue;  // integer scaling: Allreduce.InPlaceAndScaled
+          want = sum * c.pre * c.post;
+        }
+        EXPECT_NEAR(Tensor::Load(p + i * hvdtest::Size(t), t), want, Tolerance(t, want))
+            << "tensor " << k << " (" << hvdtest::Name(t) << ") op " << c.op << " element " << at;
+      }
+    }
+    hvd_release(h);
+  }
+}
+
+TEST(GroupedReducescatter, ProcessSetOfEvenRanks) {
+  if (N() < 3) GTEST_SKIP() << "needs 3 ranks";
+  std::vector<int32_t> evens;
+  for (int r = 0; r < N(); r += 2) evens.push_back(r);
+  int32_t set = 0;
+  ASSERT_EQ(hvd_add_process_set(evens.data(), static_cast<int>(evens.size()), &set), HVD_OK)
+      << hvd_last_error();
+  if (R() % 2 == 0) {
+    const int m = static_cast<int>(evens.size()), me = R() / 2;
+    Tensor a(T::f32, {2 * m + 1}), g(T::i32, {me + 1});
+    for (int64_t i = 0; i < a.n(); ++i) a.Set(i, i + R());
+    for (int64_t i = 0; i < g.n(); ++i) g.Set(i, 10 * R() + i);
+    hvd_op_options o = HVD_OP_OPTIONS_INIT;
+    o.process_set = set;
+    const DLTensor* rs_in[] = {a.dl()};
+    const DLTensor* ag_in[] = {g.dl()};
+    hvd_handle rs, ag;
+    ASSERT_EQ(hvd_grouped_reducescatter_async(nullptr, rs_in, 1, HVD_OP_SUM, &o, &rs), HVD_OK)
+        << hvd_last_error();
+    ASSERT_EQ(hvd_grouped_allgather_async(nullptr, ag_in, 1, &o, &ag), HVD_OK) << hvd_last_error();
+    ASSERT_EQ(hvd_wait(rs, 60000), HVD_OK) << hvd_last_error();
+    ASSERT_EQ(hvd_wait(ag, 60000), HVD_OK) << hvd_last_error();
+    DLTensor res;
+    ASSERT_EQ(hvd_result_at(rs, 0, &res), HVD_OK);
+    int64_t first = 0;
+    for (int k = 0; k < me; ++k) first += 2 + (k < 1 ? 1 : 0);
+    const int64_t mine = 2 + (me < 1 ? 1 : 0);
+    ASSERT_EQ(res.shape[0], mine);
+    double rank_sum = 0;
+    for (int32_t r : evens) rank_sum += r;
+    for (int64_t i = 0; i < mine; ++i) {
+      EXPECT_EQ(static_cast<const float*>(res.data)[i], m * (first + i) + rank_sum);
+    }
+    ASSERT_EQ(hvd_result_at(ag, 0, &res), HVD_OK);
+    const auto* v = static_cast<const int32_t*>(res.data);
+    int64_t at = 0;
+    for (int j = 0; j < m; ++j) {
+      for (int64_t i = 0; i <= j; ++i) EXPECT_EQ(v[at++], 10 * evens[j] + i);
+    }
+    EXPECT_EQ(res.shape[0], at);
+    hvd_release(rs);
+    hvd_release(ag);
+  }
+  ASSERT_EQ(hvd_remove_process_set(set), HVD_OK) << hvd_last_error();
+}
+
+TEST(Grouped, BadArgumentsAreClearErrors) {
+  Tensor a(T::f32, {2}), scalar(T::f32, {});
+  const DLTensor* ins[] = {a.dl(), scalar.dl()};
+  const DLTensor* with_null[] = {a.dl(), nullptr};
+  hvd_handle h = 0;
+  auto refused = [](hvd_status s, const char* needle) {
+    EXPECT_EQ(s, HVD_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(hvd_last_error()).find(needle), std::string::npos) << hvd_last_error();
+  };
+  refused(hvd_grouped_allgather_async(nullptr, ins, 0, nullptr, &h), "count > 0");
+  refused(hvd_grouped_allgather_async(nullptr, nullptr, 1, nullptr, &h), "non-NULL inputs");
+  refused(hvd_grouped_allgather_async(nullptr, with_null, 2, nullptr, &h), "inputs[1] is NULL");
+  refused(hvd_grouped_allgather_async(nullptr, ins, 1, nullptr, nullptr), "handle is NULL");
+  refused(hvd_grouped_reducescatter_async(nullptr, ins, 2, HVD_OP_SUM, nullptr, &h),
+          "inputs[1] is a scalar");
+  refused(hvd_grouped_reducescatter_async(nullptr, ins, 1, HVD_OP_MIN, nullptr, &h),
+          "HVD_OP_SUM and HVD_OP_AVERAGE");
+  DLTensor res;
+  refused(hvd_result_at(987654321, 0, &res), "hvd_result_at");
 }
 
 TEST(Sync, BarrierAndJoin) {

@@ -14,18 +14,28 @@
 
 namespace hvdtest {
 
-enum class T { u8, i8, i32, i64, f16, bf16, f32, f64 };
+// b8: bool (DLPack code 6, one byte), which reduces logically and so is
+// not in AllTypes (no average, no arithmetic): see BoolAnd/BoolOr tests.
+enum class T { u8, i8, i32, i64, f16, bf16, f32, f64, i16, b8 };
+// Every type that reduces arithmetically (every op, average included).
 inline const std::vector<T>& AllTypes() {
-  static const std::vector<T> all = {T::u8, T::i8, T::i32, T::i64, T::f16, T::bf16, T::f32, T::f64};
+  static const std::vector<T> all = {T::u8,  T::i8,   T::i16, T::i32, T::i64,
+                                     T::f16, T::bf16, T::f32, T::f64};
+  return all;
+}
+// Every type hvd moves (allgather, broadcast, alltoall): AllTypes and bool.
+inline const std::vector<T>& MovedTypes() {
+  static const std::vector<T> all = {T::u8,  T::i8,   T::i16, T::i32, T::i64,
+                                     T::f16, T::bf16, T::f32, T::f64, T::b8};
   return all;
 }
 inline const char* Name(T t) {
-  static const char* n[] = {"uint8",   "int8",     "int32",   "int64",
-                            "float16", "bfloat16", "float32", "float64"};
+  static const char* n[] = {"uint8",    "int8",    "int32",   "int64", "float16",
+                            "bfloat16", "float32", "float64", "int16", "bool"};
   return n[static_cast<int>(t)];
 }
 inline bool IsFloat(T t) {
-  return t >= T::f16;
+  return t == T::f16 || t == T::bf16 || t == T::f32 || t == T::f64;
 }
 inline bool IsHalf(T t) {
   return t == T::f16 || t == T::bf16;
@@ -49,6 +59,10 @@ inline DLDataType ToDL(T t) {
       return {kDLFloat, 32, 1};
     case T::f64:
       return {kDLFloat, 64, 1};
+    case T::i16:
+      return {kDLInt, 16, 1};
+    case T::b8:
+      return {6 /* kDLBool */, 8, 1};
   }
   return {kDLFloat, 32, 1};
 }
@@ -57,9 +71,11 @@ inline size_t Size(T t) {
   switch (t) {
     case T::u8:
     case T::i8:
+    case T::b8:
       return 1;
     case T::f16:
     case T::bf16:
+    case T::i16:
       return 2;
     case T::i32:
     case T::f32:
@@ -134,6 +150,16 @@ class Tensor {
       case T::f64:
         std::memcpy(p, &v, 8);
         break;
+      case T::i16: {
+        int16_t x = static_cast<int16_t>(v);
+        std::memcpy(p, &x, 2);
+        break;
+      }
+      case T::b8: {
+        uint8_t x = v != 0 ? 1 : 0;
+        std::memcpy(p, &x, 1);
+        break;
+      }
     }
   }
   static double Load(const uint8_t* p, T t) {
@@ -177,6 +203,16 @@ class Tensor {
         double x;
         std::memcpy(&x, p, 8);
         return x;
+      }
+      case T::i16: {
+        int16_t x;
+        std::memcpy(&x, p, 2);
+        return x;
+      }
+      case T::b8: {
+        uint8_t x;
+        std::memcpy(&x, p, 1);
+        return x != 0 ? 1 : 0;  // any non-zero byte is true
       }
     }
     return 0;

@@ -12,8 +12,9 @@ import torch
 import hvd
 from hvd import hvd_c
 
-NP_DTYPES = [np.uint8, np.int8, np.int32, np.int64, np.float16, np.float32, np.float64]
-TORCH_DTYPES = [torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16,
+NP_DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32,
+             np.float64]
+TORCH_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
                 torch.bfloat16, torch.float32, torch.float64]
 FLOAT_NP = [np.float16, np.float32, np.float64]
 
@@ -338,6 +339,111 @@ def test_torch_every_dtype(world):
         assert torch.equal(mx, torch.arange(6).to(dt) * n)
         assert torch.equal(g, torch.cat([torch.full((k + 1, 2), k) for k in range(n)]).to(dt))
         assert torch.equal(b, torch.full((3,), n - 1).to(dt))
+
+
+def test_bool_reduces_logically_and_moves_unchanged(world):
+    r, n = hvd.rank(), hvd.size()
+    flags = [(r + i) % 3 == 0 for i in range(7)]
+    any_ = [any((k + i) % 3 == 0 for k in range(n)) for i in range(7)]
+    all_ = [all((k + i) % 3 == 0 for k in range(n)) for i in range(7)]
+    for make in (lambda v: np.array(v, np.bool_), lambda v: torch.tensor(v, dtype=torch.bool)):
+        x = make(flags)
+        got = {op: hvd.allreduce(x, op=op) for op in (hvd.Sum, hvd.Max, hvd.Min, hvd.Product)}
+        for op, g in got.items():
+            assert g.dtype == x.dtype, op
+            assert list(map(bool, g.tolist())) == (any_ if op in (hvd.Sum, hvd.Max) else all_), op
+        gathered = hvd.allgather(make([r % 2 == 1] * (r + 1)))
+        assert gathered.dtype == x.dtype
+        assert [bool(v) for v in gathered.tolist()] == [k % 2 == 1 for k in range(n)
+                                                       for _ in range(k + 1)]
+        bc = hvd.broadcast(x, root_rank=n - 1)
+        assert [bool(v) for v in bc.tolist()] == [(n - 1 + i) % 3 == 0 for i in range(7)]
+        rs = hvd.reducescatter(make([(r + i) % 3 == 0 for i in range(n)]), op=hvd.Sum)
+        assert rs.dtype == x.dtype and [bool(v) for v in rs.tolist()] == [any_[r]]
+        with pytest.raises(hvd.HvdInvalidArgument, match="bool"):
+            hvd.allreduce(x, op=hvd.Average)
+        with pytest.raises(hvd.HvdInvalidArgument, match="scaled"):
+            hvd.allreduce(x, op=hvd.Sum, postscale_factor=2.0)
+
+
+def test_int16_in_every_collective(world):
+    r, n = hvd.rank(), hvd.size()
+    tri = n * (n + 1) // 2
+    for make in (lambda v: np.array(v, np.int16), lambda v: torch.tensor(v, dtype=torch.int16)):
+        x = make([1000 * (r + 1), -7, 3])
+        assert hvd.allreduce(x, op=hvd.Sum).tolist() == [1000 * tri, -7 * n, 3 * n]
+        assert hvd.allreduce(x, op=hvd.Average).tolist() == [round(1000 * tri / n), -7, 3]
+        assert hvd.allreduce(x, op=hvd.Min).tolist() == [1000, -7, 3]
+        rs = hvd.reducescatter(make([[r + k] for k in range(2 * n + 1)]), op=hvd.Sum)
+        first = sum(2 + (k < 1) for k in range(r))
+        assert rs.dtype == x.dtype
+        assert rs.tolist() == [[n * (first + i) + n * (n - 1) // 2] for i in range(2 + (r < 1))]
+        a2a = hvd.alltoall(make([100 * r + k for k in range(n)]))
+        assert a2a.tolist() == [100 * k + r for k in range(n)]
+
+
+def test_grouped_allgather_uneven_mixed_types(world):
+    r, n = hvd.rank(), hvd.size()
+    xs = [np.full((r + 1, 3), r, np.float32), np.arange(2 * r + 1, dtype=np.int16),
+          np.full((r % 2, 2), r, np.float64), np.array([r % 2 == 0] * (r + 2)),
+          torch.full((r + 1, 2), r, dtype=torch.bfloat16), torch.arange(r, dtype=torch.int64)]
+    for out in (hvd.grouped_allgather(xs, name="gag"), hvd.grouped_allgather_async(xs).wait(),
+                hvd.ops.grouped_allgather(xs)):
+        assert len(out) == len(xs)
+        for x, g in zip(xs, out):
+            assert type(g) is type(x) and g.dtype == x.dtype
+        np.testing.assert_array_equal(
+            out[0], np.concatenate([np.full((k + 1, 3), k) for k in range(n)]).astype(np.float32))
+        np.testing.assert_array_equal(
+            out[1], np.concatenate([np.arange(2 * k + 1) for k in range(n)]).astype(np.int16))
+        assert out[2].shape == (sum(k % 2 for k in range(n)), 2)
+        np.testing.assert_array_equal(
+            out[2], np.concatenate([np.full((k % 2, 2), k) for k in range(n)]).astype(np.float64))
+        assert out[3].tolist() == [k % 2 == 0 for k in range(n) for _ in range(k + 2)]
+        assert torch.equal(out[4], torch.cat([torch.full((k + 1, 2), k) for k in range(n)])
+                           .to(torch.bfloat16))
+        assert out[5].tolist() == [i for k in range(n) for i in range(k)]
+
+
+def test_grouped_reducescatter_ops_and_scaling(world):
+    r, n = hvd.rank(), hvd.size()
+    rows = [2 * n + 1, n, 1]
+
+    def block(total):  # this rank's (first row, rows) of a reduce-scatter
+        first = sum(total // n + (k < total % n) for k in range(r))
+        return first, total // n + (r < total % n)
+
+    xs = [np.arange(m * 2, dtype=np.float64).reshape(m, 2) + r for m in rows]
+    xs.append(torch.arange(3 * n, dtype=torch.int32).reshape(3 * n, 1) + r)
+    shift = n * (n - 1) / 2
+    for kwargs, scale in (({}, 1.0 / n), ({"op": hvd.Sum}, 1.0),
+                          ({"op": hvd.Sum, "prescale_factor": 2.0, "postscale_factor": 0.25}, 0.5)):
+        out = hvd.grouped_reducescatter(xs, **kwargs)
+        assert len(out) == len(xs)
+        for m, x, g in zip(rows, xs, out):
+            first, mine = block(m)
+            assert type(g) is type(x) and g.shape == (mine, 2)
+            want = (n * np.arange(first * 2, (first + mine) * 2).reshape(mine, 2) + shift) * scale
+            np.testing.assert_allclose(g, want, rtol=1e-12)
+        first, mine = block(3 * n)
+        want = (n * torch.arange(first, first + mine) + int(shift)).reshape(mine, 1)
+        if "prescale_factor" not in kwargs:
+            # Integer averages round half away from zero (llround).
+            want = want if scale == 1.0 else torch.floor(want / n + 0.5)
+            assert out[3].dtype == torch.int32 and torch.equal(out[3], want.to(torch.int32))
+    with pytest.raises(hvd.HvdInvalidArgument, match="scalar"):
+        hvd.grouped_reducescatter([np.float32(1.0)])
+    with pytest.raises(hvd.HvdInvalidArgument, match="HVD_OP_SUM and HVD_OP_AVERAGE"):
+        hvd.grouped_reducescatter([np.ones(n)], op=hvd.Max)
+
+
+def test_grouped_results_outlive_each_other(world):
+    n = hvd.size()
+    a, b = hvd.grouped_allgather([np.ones(1000, np.float32), torch.ones(3)])
+    del a  # b keeps the group's handle alive
+    import gc
+    gc.collect()
+    assert torch.equal(b, torch.ones(3 * n))
 
 
 def test_torch_inplace_and_autograd_tensors(world):

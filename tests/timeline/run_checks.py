@@ -161,6 +161,40 @@ def check_basic(file, backend, fused=True):
     return events
 
 
+def run_grouped(extra=None, gloo=False, fused=True):
+    """Grouped allgather/reducescatter: the float32 members of each group
+    go through the fusion buffer together (one backend collective); the
+    int32 member of the reducescatter group runs alone."""
+    file = path("grouped.json")
+    env = {"HVD_TIMELINE": file}
+    env.update(extra or {})
+    p = launch(2, ["grouped"], env, gloo=gloo)
+    check(p.returncode == 0, "job failed (%d)" % p.returncode)
+    backend = "GLOO" if gloo else "MPI"
+    events = load(file)
+    pids = tensors(events)
+    for names, op in ((["ggather.a", "ggather.b"], "ALLGATHER"),
+                      (["gscatter.a", "gscatter.b"], "REDUCESCATTER"), (["gscatter.i"], None)):
+        op = op or "REDUCESCATTER"
+        alone = len(names) == 1 or not fused
+        windows = []
+        for n in names:
+            check(n in pids, "no process_name for %s (have %r)" % (n, sorted(pids)))
+            roots = tree(events, pids[n])
+            check([r["name"] for r in roots] == ["NEGOTIATE_" + op, op],
+                  "%s: %r" % (n, [r["name"] for r in roots]))
+            expect_negotiation(roots[0], op, [0, 1])
+            got = [c["name"] for c in roots[1]["children"]]
+            backend_op = [c for c in roots[1]["children"] if c["name"] == backend + "_" + op]
+            check(len(backend_op) == 1, "%s: no single %s_%s in %r" % (n, backend, op, got))
+            check(("MEMCPY_IN_FUSION_BUFFER" in got) != alone,
+                  "%s: %s expected, children %r" % (n, "unfused" if alone else "fused", got))
+            windows.append((backend_op[0]["b"], backend_op[0]["e"]))
+        if not alone:  # one collective: the members' backend spans overlap
+            check(max(b for b, _ in windows) <= min(e for _, e in windows),
+                  "%s: separate collectives %r" % (names, windows))
+
+
 def run_basic(extra=None, gloo=False, fused=True):
     file = ARGS.output or path("basic.json")
     env = {"HVD_TIMELINE": file}
@@ -268,6 +302,12 @@ def main():
         run_basic({"HVD_FUSION_THRESHOLD": "0"}, fused=False)
     elif c == "gloo":
         run_basic(gloo=True)
+    elif c == "grouped":
+        run_grouped()
+    elif c == "grouped-unfused":
+        run_grouped({"HVD_FUSION_THRESHOLD": "0"}, fused=False)
+    elif c == "grouped-gloo":
+        run_grouped(gloo=True)
     elif c == "runtime":
         run_runtime()
     elif c == "kill":

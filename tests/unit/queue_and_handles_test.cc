@@ -283,7 +283,7 @@ TEST(TensorEntry, SwapAndClearCoverEveryField) {
   a.num_elements = 20;
   a.bytes = 160;
   a.handle = NewState();
-  a.owns_result = true;
+  a.result_index = 3;
   a.allocator = [](size_t, const std::vector<int64_t>&, DataType, const Device&) {
     return nullptr;
   };
@@ -303,7 +303,7 @@ TEST(TensorEntry, SwapAndClearCoverEveryField) {
   EXPECT_EQ(b.num_elements, 20);
   EXPECT_EQ(b.bytes, 160);
   EXPECT_EQ(b.handle, copy.handle);
-  EXPECT_TRUE(b.owns_result);
+  EXPECT_EQ(b.result_index, 3);
   EXPECT_TRUE(static_cast<bool>(b.allocator));
   EXPECT_EQ(b.cuda_stream, &x);
   EXPECT_EQ(b.enqueued, copy.enqueued);
@@ -324,7 +324,7 @@ TEST(TensorEntry, SwapAndClearCoverEveryField) {
   EXPECT_EQ(b.num_elements, 0);
   EXPECT_EQ(b.bytes, 0);
   EXPECT_EQ(b.handle, nullptr);
-  EXPECT_FALSE(b.owns_result);
+  EXPECT_EQ(b.result_index, 0);
   EXPECT_FALSE(static_cast<bool>(b.allocator));
   EXPECT_EQ(b.cuda_stream, nullptr);
   EXPECT_EQ(b.enqueued, fresh.enqueued);

@@ -89,6 +89,63 @@ hvd_status hvdj_reducescatter_async(void* scratch, const char* name, void* input
   return hvd_reducescatter_async(name, s ? &s->input : NULL, op, &opts, handle);
 }
 
+/* Grouped scratch layout: [DLTensor t[count]][const DLTensor* p[count]]
+ * [int64_t shape[count]]: one 1-D descriptor per tensor. */
+int64_t hvdj_grouped_scratch_bytes(int count) {
+  const size_t n = (size_t)(count > 0 ? count : 0);
+  return (int64_t)(n * (sizeof(DLTensor) + sizeof(DLTensor*) + sizeof(int64_t)));
+}
+
+/* The tensor pointers of a grouped operation over consecutive tensors of
+ * `data`; NULL if the arguments cannot describe them (the C API then
+ * reports the error). */
+static const DLTensor* const* describe_group(void* scratch, void* data, const int64_t* lengths,
+                                             int count, int dtype_code, int dtype_bits) {
+  if (scratch == NULL || ((uintptr_t)scratch % sizeof(int64_t)) != 0 || count <= 0 ||
+      lengths == NULL) {
+    return NULL;
+  }
+  DLTensor* t = (DLTensor*)scratch;
+  const DLTensor** p = (const DLTensor**)(t + count);
+  int64_t* shape = (int64_t*)(p + count);
+  const size_t esize = (size_t)(dtype_bits + 7) / 8;
+  size_t offset = 0;
+  for (int i = 0; i < count; ++i) {
+    if (lengths[i] < 0) return NULL;
+    shape[i] = lengths[i];
+    memset(&t[i], 0, sizeof t[i]);
+    t[i].device.device_type = kDLCPU;
+    t[i].ndim = 1;
+    t[i].dtype.code = (uint8_t)dtype_code;
+    t[i].dtype.bits = (uint8_t)dtype_bits;
+    t[i].dtype.lanes = 1;
+    t[i].shape = &shape[i];
+    t[i].data = data;
+    t[i].byte_offset = offset;
+    offset += (size_t)lengths[i] * esize;
+    p[i] = &t[i];
+  }
+  return p;
+}
+
+hvd_status hvdj_grouped_allgather_async(void* scratch, void* data, int64_t* lengths, int count,
+                                        int dtype_code, int dtype_bits, int32_t process_set,
+                                        int64_t* handle) {
+  const DLTensor* const* in = describe_group(scratch, data, lengths, count, dtype_code, dtype_bits);
+  hvd_op_options opts = HVD_OP_OPTIONS_INIT;
+  opts.process_set = process_set;
+  return hvd_grouped_allgather_async(NULL, in, in ? count : 0, &opts, handle);
+}
+
+hvd_status hvdj_grouped_reducescatter_async(void* scratch, void* data, int64_t* lengths, int count,
+                                            int dtype_code, int dtype_bits, hvd_reduce_op op,
+                                            int32_t process_set, int64_t* handle) {
+  const DLTensor* const* in = describe_group(scratch, data, lengths, count, dtype_code, dtype_bits);
+  hvd_op_options opts = HVD_OP_OPTIONS_INIT;
+  opts.process_set = process_set;
+  return hvd_grouped_reducescatter_async(NULL, in, in ? count : 0, op, &opts, handle);
+}
+
 static int64_t element_count(const DLTensor* t) {
   int64_t n = 1;
   for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
@@ -101,8 +158,17 @@ static int64_t byte_size(const DLTensor* t) {
 
 hvd_status hvdj_result_shape(int64_t handle, int64_t* shape, int cap, int32_t* ndim,
                              int64_t* nbytes) {
+  return hvdj_result_shape_at(handle, 0, shape, cap, ndim, nbytes);
+}
+
+hvd_status hvdj_result_copy(int64_t handle, void* dst, int64_t dst_bytes) {
+  return hvdj_result_copy_at(handle, 0, dst, dst_bytes);
+}
+
+hvd_status hvdj_result_shape_at(int64_t handle, int index, int64_t* shape, int cap, int32_t* ndim,
+                                int64_t* nbytes) {
   DLTensor r;
-  hvd_status st = hvd_result(handle, &r);
+  hvd_status st = hvd_result_at(handle, index, &r);
   if (st != HVD_OK) return st;
   for (int i = 0; i < r.ndim && i < cap; ++i) shape[i] = r.shape[i];
   ndim[0] = r.ndim;
@@ -110,9 +176,9 @@ hvd_status hvdj_result_shape(int64_t handle, int64_t* shape, int cap, int32_t* n
   return HVD_OK;
 }
 
-hvd_status hvdj_result_copy(int64_t handle, void* dst, int64_t dst_bytes) {
+hvd_status hvdj_result_copy_at(int64_t handle, int index, void* dst, int64_t dst_bytes) {
   DLTensor r;
-  hvd_status st = hvd_result(handle, &r);
+  hvd_status st = hvd_result_at(handle, index, &r);
   if (st != HVD_OK) return st;
   int64_t bytes = byte_size(&r);
   /* The Java side sizes dst from hvdj_result_shape; a mismatch is a bug there. */

@@ -44,6 +44,25 @@ hvd_status hvdj_reducescatter_async(void* scratch, const char* name, void* input
                                     int ndim, int dtype_code, int dtype_bits, hvd_reduce_op op,
                                     int32_t process_set, int64_t* handle);
 
+/* Grouped allgather/reducescatter of `count` 1-D tensors of one dtype laid
+ * out one after another in `data` (lengths[i] elements each). `scratch`
+ * holds hvdj_grouped_scratch_bytes(count) bytes; result i is read with
+ * hvdj_result_shape_at/hvdj_result_copy_at. */
+int64_t hvdj_grouped_scratch_bytes(int count);
+
+hvd_status hvdj_grouped_allgather_async(void* scratch, void* data, int64_t* lengths, int count,
+                                        int dtype_code, int dtype_bits, int32_t process_set,
+                                        int64_t* handle);
+
+hvd_status hvdj_grouped_reducescatter_async(void* scratch, void* data, int64_t* lengths, int count,
+                                            int dtype_code, int dtype_bits, hvd_reduce_op op,
+                                            int32_t process_set, int64_t* handle);
+
+/* hvdj_result_shape/hvdj_result_copy for result `index` of a grouped operation. */
+hvd_status hvdj_result_shape_at(int64_t handle, int index, int64_t* shape, int cap, int32_t* ndim,
+                                int64_t* nbytes);
+hvd_status hvdj_result_copy_at(int64_t handle, int index, void* dst, int64_t dst_bytes);
+
 /* The hvd-owned result of a finished operation: its shape (up to `cap`
  * dimensions; ndim[0] receives the real count) and its size in bytes. */
 hvd_status hvdj_result_shape(int64_t handle, int64_t* shape, int cap, int32_t* ndim,

@@ -29,6 +29,8 @@ from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, a
                   poll, reducescatter, reducescatter_async, synchronize)
 from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from .ops import grouped_allreduce_, grouped_allreduce_async_  # in-place forms (Horovod's)
+from .ops import (grouped_allgather, grouped_allgather_async, grouped_reducescatter,  # noqa: F401
+                  grouped_reducescatter_async)
 
 # Adaptive summation (docs/python.md): allreduce of floating-point CPU
 # tensors over a power-of-two number of ranks.

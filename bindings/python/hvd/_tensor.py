@@ -26,25 +26,30 @@ from . import _hvd_fast
 from . import hvd_c as _c
 from ._errors import HvdInvalidArgument, HvdUnsupportedError, check
 
-SUPPORTED = ("uint8, int8, int32, int64, float16, bfloat16 (torch), float32, float64 and bool "
-             "(sent as uint8)")
+SUPPORTED = ("uint8, int8, int16, int32, int64, float16, bfloat16 (torch), float32, float64 "
+             "and bool")
 
-# numpy (kind, itemsize) -> DLPack (code, bits); bool is converted before.
+# DLPack's kDLBool (DLPack 0.8): one byte per element. hvd reduces it
+# logically (Sum/Max: or, Min/Product: and).
+DL_BOOL = 6
+
+# numpy (kind, itemsize) -> DLPack (code, bits).
 _NUMPY_TO_DL = {
-    ("u", 1): (_c.kDLUInt, 8), ("i", 1): (_c.kDLInt, 8), ("i", 4): (_c.kDLInt, 32),
-    ("i", 8): (_c.kDLInt, 64), ("f", 2): (_c.kDLFloat, 16), ("f", 4): (_c.kDLFloat, 32),
-    ("f", 8): (_c.kDLFloat, 64),
+    ("u", 1): (_c.kDLUInt, 8), ("i", 1): (_c.kDLInt, 8), ("i", 2): (_c.kDLInt, 16),
+    ("i", 4): (_c.kDLInt, 32), ("i", 8): (_c.kDLInt, 64), ("f", 2): (_c.kDLFloat, 16),
+    ("f", 4): (_c.kDLFloat, 32), ("f", 8): (_c.kDLFloat, 64), ("b", 1): (DL_BOOL, 8),
 }
 _NUMPY_FROM_DL = {
-    (_c.kDLInt, 8): np.int8, (_c.kDLInt, 32): np.int32, (_c.kDLInt, 64): np.int64,
-    (_c.kDLUInt, 8): np.uint8, (_c.kDLFloat, 16): np.float16, (_c.kDLFloat, 32): np.float32,
-    (_c.kDLFloat, 64): np.float64,
+    (_c.kDLInt, 8): np.int8, (_c.kDLInt, 16): np.int16, (_c.kDLInt, 32): np.int32,
+    (_c.kDLInt, 64): np.int64, (_c.kDLUInt, 8): np.uint8, (_c.kDLFloat, 16): np.float16,
+    (_c.kDLFloat, 32): np.float32, (_c.kDLFloat, 64): np.float64, (DL_BOOL, 8): np.bool_,
 }
-# torch dtype name -> DLPack (code, bits); bool is converted before.
+# torch dtype name -> DLPack (code, bits).
 _TORCH_NAMES_TO_DL = {
-    "uint8": (_c.kDLUInt, 8), "int8": (_c.kDLInt, 8), "int32": (_c.kDLInt, 32),
-    "int64": (_c.kDLInt, 64), "float16": (_c.kDLFloat, 16), "bfloat16": (_c.kDLBfloat, 16),
-    "float32": (_c.kDLFloat, 32), "float64": (_c.kDLFloat, 64),
+    "uint8": (_c.kDLUInt, 8), "int8": (_c.kDLInt, 8), "int16": (_c.kDLInt, 16),
+    "int32": (_c.kDLInt, 32), "int64": (_c.kDLInt, 64), "float16": (_c.kDLFloat, 16),
+    "bfloat16": (_c.kDLBfloat, 16), "float32": (_c.kDLFloat, 32), "float64": (_c.kDLFloat, 64),
+    "bool": (DL_BOOL, 8),
 }
 _TORCH_DL = {}       # torch.dtype -> (code, bits), filled by _register
 _TORCH_FROM_DL = {}  # (code, bits) -> torch.dtype
@@ -93,19 +98,16 @@ class Prepared:
     `original` is the caller's object (for a DLPack capsule: the tensor it
     became), which in-place operations return."""
 
-    __slots__ = ("original", "native", "is_torch", "_was_bool", "_back")
+    __slots__ = ("original", "native", "is_torch", "_back")
 
-    def __init__(self, original, native, was_bool, back, native_is_torch):
+    def __init__(self, original, native, back, native_is_torch):
         self.original = original
         self.native = native
         self.is_torch = native_is_torch
-        self._was_bool = was_bool
         self._back = back
 
     def to_caller(self, result):
         """`result`: numpy array or torch tensor of the same kind as native."""
-        if self._was_bool:
-            result = result != 0  # bool travels as uint8; reductions may give 2
         return self._back(result) if self._back else result
 
     def write_back(self):
@@ -115,12 +117,12 @@ class Prepared:
         if self.is_torch:
             if orig.data_ptr() != native.data_ptr() or orig.dtype != native.dtype:
                 with _torch().no_grad():
-                    orig.copy_(self.to_caller(native))
+                    orig.copy_(native)
             return
         target = orig if isinstance(orig, np.ndarray) else np.from_dlpack(orig)
         if (target.dtype != native.dtype
                 or target.__array_interface__["data"][0] != native.__array_interface__["data"][0]):
-            np.copyto(target, self.to_caller(native) if self._was_bool else native)
+            np.copyto(target, native)
 
 
 def _dlpack_back(obj):
@@ -173,20 +175,13 @@ def prepare(obj):
                 "hvd's dense collectives take strided tensors, not %s; for sparse gradients use "
                 "hvd.torch.sparse_allreduce_async or DistributedOptimizer(sparse_as_dense=True)"
                 % obj.layout)
-        t = obj.detach()
-        was_bool = t.dtype == torch.bool
-        if was_bool:
-            t = t.to(torch.uint8)
-        return Prepared(obj, t.contiguous(), was_bool, None, True)
+        return Prepared(obj, obj.detach().contiguous(), None, True)
     back, a = None, obj
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__"):
         back = _dlpack_back(obj)
         a = np.from_dlpack(obj)
     a = np.asarray(a, order="C")  # C-contiguous (copies only if needed), keeps 0-d
-    was_bool = a.dtype == np.bool_
-    if was_bool:
-        a = a.view(np.uint8)
-    return Prepared(obj, a, was_bool, back, False)
+    return Prepared(obj, a, back, False)
 
 
 def empty_like(native):
@@ -248,14 +243,16 @@ class _Borrowed:
         self.lease = lease
 
 
-def result_of(hid, like):
+def result_of(hid, like, index=0, lease=None):
     """The hvd-owned result of finished handle `hid` (allgather, alltoall,
     reducescatter) as a new tensor of the same kind as `like` (numpy array
     or torch tensor), on hvd's memory without a copy: the handle moves into
     a Lease that the tensor keeps, and is released with the tensor's last
-    view (hvd_release then returns the memory to hvd's cache)."""
+    view (hvd_release then returns the memory to hvd's cache). Grouped
+    operations read result `index` of each tensor and share one `lease`
+    (from _hvd_fast.take(hid)) among them."""
     view = _c.DLTensor(0, _c.kDLCPU, 0, 0, 0, 0)
-    check(_c.hvd_result(hid, view))
+    check(_c.hvd_result_at(hid, index, view))
     code, bits = view.dtype.code, view.dtype.bits
     shape = tuple(view.shape_at(i) for i in range(view.ndim))
     nbytes = view.nbytes()
@@ -264,7 +261,9 @@ def result_of(hid, like):
             "hvd's Python binding reads allgather/alltoall/reducescatter results from CPU memory "
             "only; move the tensor to the CPU first")
     if nbytes:
-        raw = np.asarray(_Borrowed(view.data_address(), nbytes, _hvd_fast.take(hid)))
+        if lease is None:
+            lease = _hvd_fast.take(hid)
+        raw = np.asarray(_Borrowed(view.data_address(), nbytes, lease))
     else:
         raw = np.empty(0, dtype=np.uint8)
     if is_torch(like):

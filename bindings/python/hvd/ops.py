@@ -276,6 +276,53 @@ def reducescatter(tensor, name=None, op=Average, prescale_factor=1.0, postscale_
                                process_set).wait()
 
 
+def _grouped_results(preps):
+    """finish(h) of a grouped operation: result i of handle h for tensor i,
+    all borrowing hvd's memory through one Lease of the handle."""
+    def finish(h):
+        lease = _hvd_fast.take(h)
+        return [p.to_caller(result_of(h, p.native, i, lease)) for i, p in enumerate(preps)]
+    return finish
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Allgather a list of tensors as one negotiated group (fused where their
+    dtypes match); the Handle's wait() gives the list of gathered tensors."""
+    preps = [prepare(t) for t in tensors]
+    ds = [dltensor(p.native) for p in preps]
+    opts = _options(process_set, preps[0].native if preps else None)
+    hid = _submit(_c.hvd_grouped_allgather_async, _grouped_names(name, len(preps)), ds,
+                  len(preps), opts)
+    return Handle(hid, (preps, ds, opts), _grouped_results(preps))
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """Every rank's tensors concatenated along dimension 0, tensor by tensor;
+    a list back."""
+    return grouped_allgather_async(tensors, name, process_set).wait()
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=1.0,
+                                postscale_factor=1.0, process_set=global_process_set):
+    """Reducescatter a list of tensors as one negotiated group (fused where
+    their dtypes match); the Handle's wait() gives this rank's blocks."""
+    preps = [prepare(t) for t in tensors]
+    ds = [dltensor(p.native) for p in preps]
+    opts = _options(process_set, preps[0].native if preps else None, prescale_factor,
+                    postscale_factor)
+    hid = _submit(_c.hvd_grouped_reducescatter_async, _grouped_names(name, len(preps)), ds,
+                  len(preps), op, opts)
+    return Handle(hid, (preps, ds, opts), _grouped_results(preps))
+
+
+def grouped_reducescatter(tensors, name=None, op=Average, prescale_factor=1.0,
+                          postscale_factor=1.0, process_set=global_process_set):
+    """Reduce each tensor over the ranks and keep this rank's block of its
+    dimension 0, as one group; a list back."""
+    return grouped_reducescatter_async(tensors, name, op, prescale_factor, postscale_factor,
+                                       process_set).wait()
+
+
 # ------------------------------------------------------ barrier and join
 
 def barrier(process_set=global_process_set):

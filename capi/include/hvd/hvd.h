@@ -186,9 +186,11 @@ HVD_API void hvd_op_options_init(hvd_op_options* opts);
  * rank must use the same name for the same collective; NULL gives an
  * automatic name that matches only if all ranks submit in the same order).
  * `opts` may be NULL for defaults. On success *handle receives a handle that
- * must be released with hvd_release. Supported dtypes: uint8, int8, int32,
- * int64, float16, bfloat16, float32, float64 (bool as uint8). Tensors must be
- * contiguous (strides NULL or compact row-major). */
+ * must be released with hvd_release. Supported dtypes: uint8, int8, int16,
+ * int32, int64, float16, bfloat16, float32, float64 and bool (DLPack code 6,
+ * 8 bits; sum and max reduce it as logical or, min and product as logical
+ * and; no average or scaling). NCCL cannot reduce int16 CUDA tensors.
+ * Tensors must be contiguous (strides NULL or compact row-major). */
 
 /* Reduce `input` across ranks into `output` (same shape and dtype; may be the
  * same tensor for an in-place reduction). */
@@ -229,6 +231,20 @@ HVD_API hvd_status hvd_reducescatter_async(const char* name, const DLTensor* inp
                                            hvd_reduce_op op, const hvd_op_options* opts,
                                            hvd_handle* handle);
 
+/* Grouped allgather and reducescatter: `count` tensors (names may be NULL)
+ * negotiated as one group, executed together (fused where dtypes match) and
+ * completed under one handle. Each has its own result: read result i with
+ * hvd_result_at(handle, i, ...), or have opts->allocator allocate it. Each
+ * tensor follows the single-tensor rules (allgather: dimension 0 may differ
+ * per rank; reducescatter: op SUM or AVERAGE, at least one dimension). */
+HVD_API hvd_status hvd_grouped_allgather_async(const char* const* names,
+                                               const DLTensor* const* inputs, int count,
+                                               const hvd_op_options* opts, hvd_handle* handle);
+HVD_API hvd_status hvd_grouped_reducescatter_async(const char* const* names,
+                                                   const DLTensor* const* inputs, int count,
+                                                   hvd_reduce_op op, const hvd_op_options* opts,
+                                                   hvd_handle* handle);
+
 /* ------------------------------------------------------- handles & results */
 
 /* HVD_OK, HVD_IN_PROGRESS or the operation's error (message: hvd_last_error). */
@@ -246,6 +262,10 @@ HVD_API hvd_status hvd_release(hvd_handle handle);
  * reducescatter without allocator): data, shape and dtype stay valid until
  * hvd_release. *result is filled in; strides is NULL (compact). */
 HVD_API hvd_status hvd_result(hvd_handle handle, DLTensor* result);
+
+/* Result `index` of a grouped allgather/reducescatter (0 <= index < count);
+ * hvd_result(h, r) is hvd_result_at(h, 0, r). Valid until hvd_release. */
+HVD_API hvd_status hvd_result_at(hvd_handle handle, int index, DLTensor* result);
 
 /* For alltoall: rows received from each rank. `splits` has room for `n`
  * entries (the set's size); *count receives the set's size. */

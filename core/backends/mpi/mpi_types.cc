@@ -33,9 +33,11 @@ void CreateHalfOps() {
 
 MPI_Datatype ToMpiType(DataType dt) {
   // 16-bit floats travel as opaque uint16 bits that only hvd's own
-  // reduction ops interpret.
+  // reduction ops interpret; bool as its byte (the C API reduces it with
+  // max and min, which are OR and AND on bytes).
   static const MPI_Datatype kTypes[] = {MPI_UINT8_T,  MPI_INT8_T,   MPI_INT32_T, MPI_INT64_T,
-                                        MPI_UINT16_T, MPI_UINT16_T, MPI_FLOAT,   MPI_DOUBLE};
+                                        MPI_UINT16_T, MPI_UINT16_T, MPI_FLOAT,   MPI_DOUBLE,
+                                        MPI_INT16_T,  MPI_UINT8_T};
   return PerDataType(kTypes, dt, MPI_BYTE);
 }
 

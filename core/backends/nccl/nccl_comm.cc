@@ -7,10 +7,20 @@
 namespace hvd {
 namespace {
 
+// NCCL has no 16-bit integer: int16 reductions are refused by
+// CheckReducible before this is asked (moving them needs no type: bytes).
 ncclDataType_t ToNccl(DataType dt) {
   static constexpr ncclDataType_t kTypes[] = {ncclUint8, ncclInt8,     ncclInt32, ncclInt64,
-                                              ncclHalf,  ncclBfloat16, ncclFloat, ncclDouble};
+                                              ncclHalf,  ncclBfloat16, ncclFloat, ncclDouble,
+                                              ncclInt8,  ncclUint8};
   return PerDataType(kTypes, dt, ncclInt8);
+}
+
+Status CheckReducible(DataType dt, const char* what) {
+  if (dt != DataType::kInt16) return Status::OK();
+  return Status::Unsupported(std::string("NCCL ") + what +
+                             ": NCCL has no int16 type; reduce int16 tensors on the CPU or "
+                             "cast them to int32 (Horovod has the same limit)");
 }
 
 ncclRedOp_t ToNccl(ReduceOp op) {
@@ -133,6 +143,7 @@ Status NcclComm::Sync() {
 
 Status NcclComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
   if (aborted_) return Sync();
+  HVD_RETURN_IF_ERROR(CheckReducible(dt, "allreduce"));
   HVD_RETURN_IF_ERROR(Check(ncclAllReduce(buf, buf, static_cast<size_t>(count), ToNccl(dt),
                                           ToNccl(op), comm_, stream_->get()),
                             "ncclAllReduce"));
@@ -204,6 +215,7 @@ Status NcclComm::Alltoallv(const void* in, const std::vector<int64_t>& send_byte
 Status NcclComm::Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts,
                                DataType dt, ReduceOp op) {
   if (aborted_) return Sync();
+  HVD_RETURN_IF_ERROR(CheckReducible(dt, "reducescatter"));
   if (AllEqual(counts)) {
     HVD_RETURN_IF_ERROR(Check(ncclReduceScatter(in, out, static_cast<size_t>(counts[0]), ToNccl(dt),
                                                 ToNccl(op), comm_, stream_->get()),

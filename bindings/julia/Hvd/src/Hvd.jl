@@ -130,16 +130,22 @@ barrier() = check(LibHvd.hvd_barrier(Int32(0)))
 
 # ------------------------------------------------------------- tensors
 
-const Element = Union{UInt8, Int8, Int32, Int64, Float16, Float32, Float64, Bool}
+const Element = Union{UInt8, Int8, Int16, Int32, Int64, Float16, Float32, Float64, Bool}
 
-dtype(::Type{T}) where {T <: Union{Int8, Int32, Int64}} = LibHvd.DLDataType(LibHvd.kDLInt, 8 * sizeof(T), 1)
-dtype(::Type{T}) where {T <: Union{UInt8, Bool}} = LibHvd.DLDataType(LibHvd.kDLUInt, 8, 1)
+# DLPack's kDLBool (DLPack 0.8; hvd's dlpack.h may predate it). hvd reduces
+# Bool logically: Sum/Max are or, Min/Product are and.
+const DL_BOOL = 0x06
+
+dtype(::Type{T}) where {T <: Union{Int8, Int16, Int32, Int64}} = LibHvd.DLDataType(LibHvd.kDLInt, 8 * sizeof(T), 1)
+dtype(::Type{UInt8}) = LibHvd.DLDataType(LibHvd.kDLUInt, 8, 1)
+dtype(::Type{Bool}) = LibHvd.DLDataType(DL_BOOL, 8, 1)
 dtype(::Type{T}) where {T <: Union{Float16, Float32, Float64}} = LibHvd.DLDataType(LibHvd.kDLFloat, 8 * sizeof(T), 1)
 
 julia_type(d::LibHvd.DLDataType) =
     d.code == LibHvd.kDLFloat ? Dict(16 => Float16, 32 => Float32, 64 => Float64)[d.bits] :
-    d.code == LibHvd.kDLInt ? Dict(8 => Int8, 32 => Int32, 64 => Int64)[d.bits] :
+    d.code == LibHvd.kDLInt ? Dict(8 => Int8, 16 => Int16, 32 => Int32, 64 => Int64)[d.bits] :
     d.code == LibHvd.kDLUInt && d.bits == 8 ? UInt8 :
+    d.code == DL_BOOL && d.bits == 8 ? Bool :
     throw(HvdError(LibHvd.HVD_ERR_INTERNAL, "result dtype $(d.code)/$(d.bits) has no Julia type"))
 
 # A DLTensor over A; `shape` (reversed dims) must outlive every use of it.
@@ -199,10 +205,10 @@ function allgather(A::Array{<:Element}; name = nothing)
     end
 end
 
-# Copies hvd's result (valid until hvd_release) into a new Julia array.
-function copy_result(handle)
+# Copies hvd's result `index` (valid until hvd_release) into a new Julia array.
+function copy_result(handle, index = 0)
     r = Ref{LibHvd.DLTensor}()
-    check(LibHvd.hvd_result(handle, r))
+    check(LibHvd.hvd_result_at(handle, Cint(index), r))
     dims = reverse([unsafe_load(r[].shape, i) for i in 1:r[].ndim])
     T = julia_type(r[].dtype)
     view = unsafe_wrap(Array, Ptr{T}(r[].data + r[].byte_offset), Tuple(dims))
@@ -225,6 +231,54 @@ function broadcast!(A::Array{<:Element}, root::Integer; name = nothing)
         end
     end
     return A
+end
+
+# Submits a grouped operation over `As` through `submit(names, tensors,
+# handle)`, waits, and copies out result i for each array.
+function grouped(submit, As, names)
+    isempty(As) && throw(HvdError(LibHvd.HVD_ERR_INVALID_ARGUMENT, "grouped operations need at least one array"))
+    shapes = [dims_of(A) for A in As]
+    strs = names === nothing ? String[] : [String(n) for n in names]
+    handle = Ref{LibHvd.hvd_handle}(0)
+    GC.@preserve As shapes strs begin
+        ts = [tensor(As[i], shapes[i]) for i in eachindex(As)]
+        cnames = names === nothing ? Ptr{Ptr{Cchar}}(C_NULL) : [Ptr{Cchar}(pointer(n)) for n in strs]
+        GC.@preserve ts cnames begin
+            ptrs = [pointer(ts, i) for i in eachindex(ts)]
+            GC.@preserve ptrs begin
+                check(submit(cnames, ptrs, handle))
+                return finish(handle[], h -> [copy_result(h, i - 1) for i in eachindex(As)])
+            end
+        end
+    end
+end
+
+"""
+    grouped_allgather(As; names=nothing) -> Vector{Array}
+
+Allgathers every array of `As` as one negotiated group (fused where their
+element types match): result i concatenates every rank's `As[i]` along the
+last dimension, in rank order.
+"""
+function grouped_allgather(As::AbstractVector{<:Array{<:Element}}; names = nothing)
+    return grouped(As, names) do cnames, ptrs, handle
+        LibHvd.hvd_grouped_allgather_async(cnames, ptrs, Cint(length(ptrs)), C_NULL, handle)
+    end
+end
+
+"""
+    grouped_reducescatter(As; op=Average, names=nothing) -> Vector{Array}
+
+Reduces every array of `As` across ranks as one negotiated group and
+returns this rank's block of each along the last dimension (`op`: Sum or
+Average).
+"""
+function grouped_reducescatter(As::AbstractVector{<:Array{<:Element}}; op::ReduceOp = Average,
+                               names = nothing)
+    return grouped(As, names) do cnames, ptrs, handle
+        LibHvd.hvd_grouped_reducescatter_async(cnames, ptrs, Cint(length(ptrs)), Cint(op), C_NULL,
+                                               handle)
+    end
 end
 
 end # module

@@ -259,6 +259,16 @@ function hvd_reducescatter_async(name, input, op, opts, handle)
     ccall((:hvd_reducescatter_async, libhvd), hvd_status, (Ptr{Cchar}, Ptr{DLTensor}, hvd_reduce_op, Ptr{hvd_op_options}, Ptr{hvd_handle}), name, input, op, opts, handle)
 end
 
+"C: `hvd_status hvd_grouped_allgather_async(const char* const* names, const DLTensor* const* inputs, int count, const hvd_op_options* opts, hvd_handle* handle)`"
+function hvd_grouped_allgather_async(names, inputs, count, opts, handle)
+    ccall((:hvd_grouped_allgather_async, libhvd), hvd_status, (Ptr{Ptr{Cchar}}, Ptr{Ptr{DLTensor}}, Cint, Ptr{hvd_op_options}, Ptr{hvd_handle}), names, inputs, count, opts, handle)
+end
+
+"C: `hvd_status hvd_grouped_reducescatter_async(const char* const* names, const DLTensor* const* inputs, int count, hvd_reduce_op op, const hvd_op_options* opts, hvd_handle* handle)`"
+function hvd_grouped_reducescatter_async(names, inputs, count, op, opts, handle)
+    ccall((:hvd_grouped_reducescatter_async, libhvd), hvd_status, (Ptr{Ptr{Cchar}}, Ptr{Ptr{DLTensor}}, Cint, hvd_reduce_op, Ptr{hvd_op_options}, Ptr{hvd_handle}), names, inputs, count, op, opts, handle)
+end
+
 "C: `hvd_status hvd_poll(hvd_handle handle)`"
 function hvd_poll(handle)
     ccall((:hvd_poll, libhvd), hvd_status, (hvd_handle,), handle)
@@ -277,6 +287,11 @@ end
 "C: `hvd_status hvd_result(hvd_handle handle, DLTensor* result)`"
 function hvd_result(handle, result)
     ccall((:hvd_result, libhvd), hvd_status, (hvd_handle, Ptr{DLTensor}), handle, result)
+end
+
+"C: `hvd_status hvd_result_at(hvd_handle handle, int index, DLTensor* result)`"
+function hvd_result_at(handle, index, result)
+    ccall((:hvd_result_at, libhvd), hvd_status, (hvd_handle, Cint, Ptr{DLTensor}), handle, index, result)
 end
 
 "C: `hvd_status hvd_result_splits(hvd_handle handle, int32_t* splits, int n, int* count)`"

@@ -207,6 +207,54 @@ class CollectivesTest {
   }
 
   @Test
+  @Order(11)
+  void groupedAllgatherAndReducescatter() {
+    // Uneven lengths per rank and per array; one handle for the group.
+    int[][] g = Hvd.groupedAllgather(new int[][] {new int[rank + 1], {10 * rank, 10 * rank + 1}});
+    int[] first = new int[triangle()];
+    int[] second = new int[2 * size];
+    for (int r = 0; r < size; r++) {
+      second[2 * r] = 10 * r;
+      second[2 * r + 1] = 10 * r + 1;
+    }
+    assertEquals(2, g.length);
+    assertArrayEquals(first, g[0]);
+    assertArrayEquals(second, g[1]);
+
+    // Rank r's arrays hold (r + 1) * (i + 1); odd lengths split unevenly.
+    double[][] xs = {new double[2 * size + 1], new double[size]};
+    for (double[] x : xs) {
+      for (int i = 0; i < x.length; i++) x[i] = (rank + 1) * (i + 1);
+    }
+    try (Handle<double[][]> h = Hvd.groupedReducescatterAsync(xs, ReduceOp.AVERAGE)) {
+      double[][] parts = h.get();
+      int rows0 = 2 + (rank == 0 ? 1 : 0);
+      int start0 = rank == 0 ? 0 : 2 * rank + 1;
+      assertEquals(rows0, parts[0].length);
+      for (int i = 0; i < rows0; i++) {
+        assertEquals((start0 + i + 1) * triangle() / (double) size, parts[0][i], 1e-12);
+      }
+      assertArrayEquals(new double[] {(rank + 1) * triangle() / (double) size}, parts[1], 1e-12);
+    }
+    HvdException bad = assertThrows(HvdException.class,
+        () -> Hvd.groupedReducescatter(new float[][] {{1f}}, ReduceOp.MIN));
+    assertEquals(Status.INVALID_ARGUMENT, bad.status(), bad.getMessage());
+  }
+
+  @Test
+  @Order(12)
+  void int16AndBool() {
+    short[] s = Hvd.allreduce(new short[] {(short) (1000 * (rank + 1)), -1}, ReduceOp.SUM);
+    assertArrayEquals(new short[] {(short) (1000 * triangle()), (short) -size}, s);
+    boolean[] any = Hvd.allreduce(new boolean[] {rank == 0, false, true}, ReduceOp.SUM);
+    assertArrayEquals(new boolean[] {true, false, true}, any);
+    boolean[] all = Hvd.allreduce(new boolean[] {rank == 0, true}, ReduceOp.MIN);
+    assertArrayEquals(new boolean[] {size == 1, true}, all);
+    boolean[] gathered = Hvd.allgather(new boolean[] {rank % 2 == 1});
+    for (int r = 0; r < size; r++) assertEquals(r % 2 == 1, gathered[r]);
+  }
+
+  @Test
   @Order(100)
   void afterShutdown() {
     Hvd.shutdown();

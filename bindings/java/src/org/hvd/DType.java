@@ -11,7 +11,10 @@ public enum DType {
   FLOAT16(DLDataTypeCode.kDLFloat, 16),
   BFLOAT16(DLDataTypeCode.kDLBfloat, 16),
   FLOAT32(DLDataTypeCode.kDLFloat, 32),
-  FLOAT64(DLDataTypeCode.kDLFloat, 64);
+  FLOAT64(DLDataTypeCode.kDLFloat, 64),
+  INT16(DLDataTypeCode.kDLInt, 16),
+  /** One byte per element, 0 false; reduced logically (SUM/MAX: or, MIN/PRODUCT: and). */
+  BOOL(6 /* DLPack's kDLBool */, 8);
 
   final int code;
   final int bits;

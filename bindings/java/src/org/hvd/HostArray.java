@@ -23,6 +23,8 @@ final class HostArray {
     if (array instanceof int[]) return DType.INT32;
     if (array instanceof long[]) return DType.INT64;
     if (array instanceof byte[]) return DType.INT8;
+    if (array instanceof short[]) return DType.INT16;
+    if (array instanceof boolean[]) return DType.BOOL;
     throw new HvdException(Status.INVALID_ARGUMENT, "not a supported primitive array");
   }
 
@@ -38,7 +40,11 @@ final class HostArray {
     else if (array instanceof double[]) b.asDoubleBuffer().put((double[]) array);
     else if (array instanceof int[]) b.asIntBuffer().put((int[]) array);
     else if (array instanceof long[]) b.asLongBuffer().put((long[]) array);
-    else b.duplicate().put((byte[]) array);
+    else if (array instanceof short[]) b.asShortBuffer().put((short[]) array);
+    else if (array instanceof boolean[]) {
+      boolean[] a = (boolean[]) array;
+      for (int i = 0; i < a.length; i++) b.put(i, (byte) (a[i] ? 1 : 0));
+    } else b.duplicate().put((byte[]) array);
     return b;
   }
 
@@ -50,7 +56,11 @@ final class HostArray {
     else if (array instanceof double[]) b.asDoubleBuffer().get((double[]) array);
     else if (array instanceof int[]) b.asIntBuffer().get((int[]) array);
     else if (array instanceof long[]) b.asLongBuffer().get((long[]) array);
-    else b.get((byte[]) array);
+    else if (array instanceof short[]) b.asShortBuffer().get((short[]) array);
+    else if (array instanceof boolean[]) {
+      boolean[] a = (boolean[]) array;
+      for (int i = 0; i < a.length; i++) a[i] = b.get(i) != 0;
+    } else b.get((byte[]) array);
   }
 
   /** A new array of the same type as {@code like} with the buffer's elements. */

@@ -170,6 +170,49 @@ public final class Hvd {
   public static long[] reducescatter(long[] x, ReduceOp op) { return sync(reducescatterArray(x, op)); }
   public static byte[] reducescatter(byte[] x, ReduceOp op) { return sync(reducescatterArray(x, op)); }
 
+  /** int16 and bool arrays: the same collectives (bool reduces with SUM/MAX as or, MIN as and). */
+  public static short[] allreduce(short[] x, ReduceOp op) { return sync(allreduceArray(x, op)); }
+  public static boolean[] allreduce(boolean[] x, ReduceOp op) { return sync(allreduceArray(x, op)); }
+  public static short[] allgather(short[] x) { return sync(allgatherArray(x)); }
+  public static boolean[] allgather(boolean[] x) { return sync(allgatherArray(x)); }
+  public static void broadcast(short[] x, int root) { sync(broadcastArray(x, root)); }
+  public static void broadcast(boolean[] x, int root) { sync(broadcastArray(x, root)); }
+  public static short[] reducescatter(short[] x, ReduceOp op) { return sync(reducescatterArray(x, op)); }
+  public static boolean[] reducescatter(boolean[] x, ReduceOp op) { return sync(reducescatterArray(x, op)); }
+
+  /**
+   * Gathers every array of the group as one negotiated, fused operation:
+   * result i is every rank's {@code xs[i]} concatenated in rank order
+   * (lengths may differ per rank).
+   */
+  public static float[][] groupedAllgather(float[][] xs) { return sync(groupedAllgatherAsync(xs)); }
+  public static double[][] groupedAllgather(double[][] xs) { return sync(groupedAllgatherAsync(xs)); }
+  public static int[][] groupedAllgather(int[][] xs) { return sync(groupedAllgatherAsync(xs)); }
+  public static long[][] groupedAllgather(long[][] xs) { return sync(groupedAllgatherAsync(xs)); }
+  public static byte[][] groupedAllgather(byte[][] xs) { return sync(groupedAllgatherAsync(xs)); }
+
+  public static Handle<float[][]> groupedAllgatherAsync(float[][] xs) { return groupedArrays(xs, null); }
+  public static Handle<double[][]> groupedAllgatherAsync(double[][] xs) { return groupedArrays(xs, null); }
+  public static Handle<int[][]> groupedAllgatherAsync(int[][] xs) { return groupedArrays(xs, null); }
+  public static Handle<long[][]> groupedAllgatherAsync(long[][] xs) { return groupedArrays(xs, null); }
+  public static Handle<byte[][]> groupedAllgatherAsync(byte[][] xs) { return groupedArrays(xs, null); }
+
+  /**
+   * Reduces every array of the group across ranks as one negotiated, fused
+   * operation and returns this rank's part of each (op SUM or AVERAGE).
+   */
+  public static float[][] groupedReducescatter(float[][] xs, ReduceOp op) { return sync(groupedReducescatterAsync(xs, op)); }
+  public static double[][] groupedReducescatter(double[][] xs, ReduceOp op) { return sync(groupedReducescatterAsync(xs, op)); }
+  public static int[][] groupedReducescatter(int[][] xs, ReduceOp op) { return sync(groupedReducescatterAsync(xs, op)); }
+  public static long[][] groupedReducescatter(long[][] xs, ReduceOp op) { return sync(groupedReducescatterAsync(xs, op)); }
+  public static byte[][] groupedReducescatter(byte[][] xs, ReduceOp op) { return sync(groupedReducescatterAsync(xs, op)); }
+
+  public static Handle<float[][]> groupedReducescatterAsync(float[][] xs, ReduceOp op) { return groupedArrays(xs, requireOp(op)); }
+  public static Handle<double[][]> groupedReducescatterAsync(double[][] xs, ReduceOp op) { return groupedArrays(xs, requireOp(op)); }
+  public static Handle<int[][]> groupedReducescatterAsync(int[][] xs, ReduceOp op) { return groupedArrays(xs, requireOp(op)); }
+  public static Handle<long[][]> groupedReducescatterAsync(long[][] xs, ReduceOp op) { return groupedArrays(xs, requireOp(op)); }
+  public static Handle<byte[][]> groupedReducescatterAsync(byte[][] xs, ReduceOp op) { return groupedArrays(xs, requireOp(op)); }
+
   // ---------------------------------------- collectives on direct buffers
 
   /** Reduces {@code in} into {@code out} (may be the same buffer), zero-copy. */
@@ -249,6 +292,33 @@ public final class Hvd {
   private static <A> Handle<A> alltoallArray(A x, int[] splits) {
     return Ops.alltoall(null, HostArray.toDirect(x), HostArray.dtypeOf(x), splits, null,
         h -> HostArray.fromDirect(Ops.result(h), x));
+  }
+
+  private static ReduceOp requireOp(ReduceOp op) {
+    if (op == null) throw Ops.invalid("op is null");
+    return op;
+  }
+
+  /** Allgather (op null) or reducescatter of arrays of one type, copied into one buffer. */
+  private static <A> Handle<A[]> groupedArrays(A[] xs, ReduceOp op) {
+    if (xs == null || xs.length == 0) throw Ops.invalid("grouped operations need at least one array");
+    DType t = HostArray.dtypeOf(xs[0]);
+    long[] lengths = new long[xs.length];
+    long total = 0;
+    for (int i = 0; i < xs.length; i++) {
+      if (xs[i] == null) throw Ops.invalid("array " + i + " of the group is null");
+      lengths[i] = HostArray.length(xs[i]);
+      total += lengths[i];
+    }
+    ByteBuffer all = HostArray.allocate(total * t.size());
+    for (int i = 0; i < xs.length; i++) all.put(HostArray.toDirect(xs[i]));
+    all.rewind();
+    return Ops.grouped(all, t, lengths, op, h -> {
+      @SuppressWarnings("unchecked")
+      A[] out = (A[]) java.lang.reflect.Array.newInstance(xs.getClass().getComponentType(), xs.length);
+      for (int i = 0; i < xs.length; i++) out[i] = HostArray.fromDirect(Ops.result(h, i), xs[0]);
+      return out;
+    });
   }
 
   private static <A> Handle<A> reducescatterArray(A x, ReduceOp op) {

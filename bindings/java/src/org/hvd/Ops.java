@@ -71,14 +71,45 @@ final class Ops {
     return new Handle<>(h[0], fin, scratch, inView);
   }
 
+  /**
+   * A grouped allgather (op null) or reducescatter of {@code lengths.length}
+   * 1-D tensors of one dtype, one after another in {@code data}.
+   */
+  static <T> Handle<T> grouped(ByteBuffer data, DType t, long[] lengths, ReduceOp op,
+      Handle.Finisher<T> fin) {
+    long total = 0;
+    for (long n : lengths) {
+      if (n < 0) throw invalid("negative length " + n);
+      total += n;
+    }
+    ByteBuffer view = view(data, new long[] {total}, t, false);
+    Handle.reap();
+    ByteBuffer scratch = HostArray.allocate(HvdNative.hvdj_grouped_scratch_bytes(lengths.length));
+    long[] len = lengths.clone();
+    long[] h = new long[1];
+    int st = op == null
+        ? HvdNative.hvdj_grouped_allgather_async(scratch, view, len, len.length, t.code, t.bits,
+            0, h)
+        : HvdNative.hvdj_grouped_reducescatter_async(scratch, view, len, len.length, t.code,
+            t.bits, op.code, 0, h);
+    HvdException.check(st);
+    return new Handle<>(h[0], fin, scratch, view, len);
+  }
+
   /** Copies an hvd-owned result into a new native-order direct buffer. */
   static ByteBuffer result(long handle) {
+    return result(handle, 0);
+  }
+
+  /** Result {@code index} of a grouped operation, copied like {@link #result(long)}. */
+  static ByteBuffer result(long handle, int index) {
     long[] shape = new long[MAX_DIMS];
     int[] ndim = new int[1];
     long[] nbytes = new long[1];
-    HvdException.check(HvdNative.hvdj_result_shape(handle, shape, MAX_DIMS, ndim, nbytes));
+    HvdException.check(
+        HvdNative.hvdj_result_shape_at(handle, index, shape, MAX_DIMS, ndim, nbytes));
     ByteBuffer out = HostArray.allocate(nbytes[0]);
-    HvdException.check(HvdNative.hvdj_result_copy(handle, out, nbytes[0]));
+    HvdException.check(HvdNative.hvdj_result_copy_at(handle, index, out, nbytes[0]));
     return out;
   }
 
