@@ -15,6 +15,10 @@ Status Comm::AllreduceStaged(const void* in, void* out, int64_t count, DataType 
   return AllreduceStagedInTurn(*this, in, out, count, dt, op, fill, drain);
 }
 
+Status Comm::AllreduceGathered(int64_t, DataType, ReduceOp, const Gather&, const Scatter&) {
+  return Status::Internal(std::string(backend_name()) + " has no gathered allreduce");
+}
+
 Status AllreduceStagedInTurn(Comm& comm, const void* in, void* out, int64_t count, DataType dt,
                              ReduceOp op, const Comm::Stage& fill, const Comm::Stage& drain) {
   if (fill) HVD_RETURN_IF_ERROR(fill(0, count));

@@ -69,6 +69,21 @@ class Comm {
   // hierarchy: beside its cross-host step), so that copies cost no time.
   // Where not, callers pack, reduce and unpack as three timed steps.
   virtual bool overlaps_stages() const { return false; }
+  // Elements [off, off + n) of an allreduce's input, written to dst
+  // (gather), or its final elements, read from src (scatter), in any order,
+  // each element once: the caller's tensors packed and unpacked by the
+  // transport itself, straight into and out of its own buffers.
+  using Gather = std::function<Status(int64_t off, int64_t n, void* dst)>;
+  using Scatter = std::function<Status(int64_t off, int64_t n, const void* src)>;
+  // Whether AllreduceGathered runs without a fusion buffer: the transport
+  // copies the tensors into memory the others read anyway (shared memory),
+  // so packing them first, and unpacking and scaling after, would be
+  // passes over the data for nothing.
+  virtual bool gathers() const { return false; }
+  // An allreduce of `count` elements whose input comes from gather and whose
+  // result goes to scatter (only where gathers()).
+  virtual Status AllreduceGathered(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
+                                   const Scatter& scatter);
   // Rank r contributes bytes_per_rank[r] bytes; out receives them in rank order.
   virtual Status Allgatherv(const void* in, void* out,
                             const std::vector<int64_t>& bytes_per_rank) = 0;

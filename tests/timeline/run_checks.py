@@ -131,12 +131,22 @@ def check_basic(file, backend, fused=True):
     check(not any(e["name"] == "CYCLE_START" for e in events), "CYCLE_START without mark_cycles")
     ar = backend + "_ALLREDUCE"
     shapes = {"fused.a": [4], "fused.b": [2, 3], "fused.c": [5]}
+    windows = []
     for n, shape in shapes.items():
         roots = tree(events, pids[n])
         check(len(roots) == 2, "%s: expected negotiation + op, got %r" % (n, [r["name"] for r in roots]))
         expect_negotiation(roots[0], "ALLREDUCE", [0, 1])
-        inner = ["QUEUE", "MEMCPY_IN_FUSION_BUFFER", ar, "MEMCPY_OUT_FUSION_BUFFER"] if fused else ["QUEUE", ar]
+        # Fused: packed into the fusion buffer, or (shared memory, one host)
+        # reduced straight from the tensors in one call.
+        packed = ["QUEUE", "MEMCPY_IN_FUSION_BUFFER", ar, "MEMCPY_OUT_FUSION_BUFFER"]
+        got = [c["name"] for c in roots[1]["children"]]
+        inner = packed if fused and got == packed else ["QUEUE", ar]
         expect_op(roots[1], "ALLREDUCE", inner, "float32", shape)
+        call = [c for c in roots[1]["children"] if c["name"] == ar][0]
+        windows.append((call["b"], call["e"]))
+    one_call = max(b for b, _ in windows) <= min(e for _, e in windows)
+    check(one_call == fused, "fused.*: %s expected, backend calls %r" %
+          ("one call" if fused else "separate calls", windows))
     roots = tree(events, pids["single"])
     # The first one is negotiated; the next two are response-cache hits.
     check([r["name"] for r in roots] == ["NEGOTIATE_ALLREDUCE"] + ["ALLREDUCE"] * 3,

@@ -41,7 +41,24 @@ struct Series {
   std::string impl;
   std::vector<double> ms;
   bool ok = true;
+  std::string note;
 };
+
+// hvd's own memory traffic per allreduced byte while `fn` runs (from
+// hvd_get_stats), or "" where nothing was allreduced on the host.
+template <typename Fn>
+std::string Traffic(const Fn& fn) {
+  hvd_stats a = {sizeof(hvd_stats), 0, 0}, b = a;
+  Check(hvd_get_stats(&a), "hvd_get_stats");
+  fn();
+  Check(hvd_get_stats(&b), "hvd_get_stats");
+  const double reduced = static_cast<double>(b.allreduced_bytes - a.allreduced_bytes);
+  if (reduced <= 0) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, "hvd moves %.1f B per B",
+                static_cast<double>(b.host_bytes_moved - a.host_bytes_moved) / reduced);
+  return text;
+}
 
 // Below this, a slower idle figure is timer and scheduling noise.
 constexpr double kNoiseFloor = 0.05;
@@ -157,6 +174,7 @@ void Bench::AddRows(const Workload& wl, const std::vector<RawPattern>& patterns,
     rows.push_back(r);
   }
   rows.push_back(MakeRow(wl, hvd, best_raw));
+  rows.back().note = hvd.note;
   for (const Series& s : idle) rows.push_back(MakeRow(wl, s, best_raw));
   if (raw_idle_) {
     Row r = MakeRow(wl, best_idle, best_raw);
@@ -177,12 +195,12 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
       raw_timing_ ? PatternsFor(b, chunks_) : std::vector<RawPattern>{};
   std::vector<Series> before, idle;
   for (RawPattern p : patterns) {
-    before.push_back(Series{RawImpl("raw") + " " + PatternName(p), {}, true});
-    if (raw_idle_) idle.push_back(Series{before.back().impl + " (hvd idle)", {}, true});
+    before.push_back(Series{RawImpl("raw") + " " + PatternName(p), {}, true, {}});
+    if (raw_idle_) idle.push_back(Series{before.back().impl + " (hvd idle)", {}, true, {}});
   }
-  Series best{RawImpl("best raw"), {}, true};
-  Series best_idle{RawImpl("best raw") + " (hvd idle)", {}, true};
-  Series hvd{"hvd", {}, true};
+  Series best{RawImpl("best raw"), {}, true, {}};
+  Series best_idle{RawImpl("best raw") + " (hvd idle)", {}, true, {}};
+  Series hvd{"hvd", {}, true, {}};
 
   // Times every raw pattern once into `series` and their minimum into `min`.
   auto time_patterns = [&](std::vector<Series>& series, Series& min) {
@@ -200,8 +218,10 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
   for (int round = 0; round < args_.rounds; ++round) {
     if (raw_timing_) time_patterns(before, best);
     if (!hvd_is_initialized()) StartHvd();
-    hvd.ms.push_back(TimeIt(
-        wl, b, size_, &hvd.ok, [&] { HvdIteration(b, handles); }, HvdBarrier));
+    hvd.note = Traffic([&] {
+      hvd.ms.push_back(TimeIt(
+          wl, b, size_, &hvd.ok, [&] { HvdIteration(b, handles); }, HvdBarrier));
+    });
     if (raw_idle_) time_patterns(idle, best_idle);
     // Shut down so that the next round's raw figures are again without hvd;
     // the last one stays up for --idle and the gathering of results.

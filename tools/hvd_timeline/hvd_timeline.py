@@ -8,8 +8,8 @@ Reports, from the file rank 0 wrote (HVD_TIMELINE / hvd_start_timeline):
     (dtype size x shape from each operation's end event, rank 0's tensor);
   * per activity (QUEUE, MEMCPY_IN_FUSION_BUFFER, MPI_ALLREDUCE, ...): count,
     total and mean time;
-  * fused groups: tensors whose MEMCPY_IN_FUSION_BUFFER windows overlap were
-    packed into one buffer by one collective;
+  * fused groups: tensors whose backend calls (MPI_ALLREDUCE, ...) overlap
+    went through one collective;
   * negotiation wait per tensor: NEGOTIATE_* begin to end, and which rank was
     the last to become ready (the straggler) how often.
 Times are microseconds. A file cut short (a job killed mid-write by an older
@@ -80,7 +80,7 @@ def summarise(events):
     ops = collections.OrderedDict()
     acts = collections.OrderedDict()
     nego = collections.OrderedDict()
-    memcpy_in = []  # (begin, end, tensor)
+    backend_calls = []  # (begin, end, tensor)
     for pid, name, begin, end, args, ticks in sorted(all_spans, key=lambda s: (s[2], -s[3])):
         tensor = names.get(pid, "pid %d" % pid)
         dur = end - begin
@@ -100,16 +100,18 @@ def summarise(events):
             a = acts.setdefault(name, {"count": 0, "total_us": 0})
             a["count"] += 1
             a["total_us"] += dur
-            if name == "MEMCPY_IN_FUSION_BUFFER":
-                memcpy_in.append((begin, end, tensor))
+            if name != "QUEUE" and not name.startswith("MEMCPY_"):
+                backend_calls.append((begin, end, tensor))
     for table in (ops, acts, nego):
         for v in table.values():
             v["mean_us"] = round(v["total_us"] / v["count"], 3) if v["count"] else 0
 
-    # Overlapping MEMCPY_IN windows = one fused buffer (executions of fused
-    # responses never overlap each other: one background thread runs them).
+    # Overlapping backend calls = one fused collective (executions of fused
+    # responses never overlap each other: one background thread runs them;
+    # shared memory reduces a group straight from its tensors, with no
+    # fusion-buffer copies to see).
     groups, cur, cur_end = [], [], None
-    for begin, end, tensor in sorted(memcpy_in):
+    for begin, end, tensor in sorted(backend_calls):
         if cur and begin <= cur_end:
             cur.append(tensor)
             cur_end = max(cur_end, end)
@@ -119,6 +121,7 @@ def summarise(events):
             cur, cur_end = [tensor], end
     if cur:
         groups.append(cur)
+    groups = [g for g in groups if len(g) > 1]
     sizes = collections.Counter(len(g) for g in groups)
     return {
         "events": len(events),

@@ -301,6 +301,23 @@ HVD_API hvd_status hvd_start_timeline(const char* path, int mark_cycles);
 /* Stop writing the timeline and close its file. */
 HVD_API hvd_status hvd_stop_timeline(void);
 
+/* ------------------------------------------------------------- statistics */
+
+/* Counters of this process since it first loaded hvd (not reset by init). */
+typedef struct hvd_stats {
+  size_t struct_size;          /* sizeof(hvd_stats), set by the caller */
+  uint64_t allreduced_bytes;   /* bytes of host tensors allreduced */
+  uint64_t host_bytes_moved;   /* bytes hvd read and wrote in host memory for
+                                  them: packing, reductions, scaling and
+                                  shared-memory copies (not a transport's
+                                  own copies inside MPI or Gloo) */
+} hvd_stats;
+
+/* Fills *stats (up to its struct_size); callable at any time, even before
+ * hvd_init. host_bytes_moved / allreduced_bytes is what each allreduced byte
+ * costs in memory traffic. */
+HVD_API hvd_status hvd_get_stats(hvd_stats* stats);
+
 /* ---------------------------------------------------------------- elastic */
 /* Elastic training (docs/elastic.md): under `hvdrun --min-np A --max-np B
  * --host-discovery-script S` (or --elastic) each worker has HVD_ELASTIC=1 and

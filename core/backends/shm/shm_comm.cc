@@ -12,6 +12,7 @@
 #include "core/backends/tcp/tcp_link.h"
 #include "core/common/reduce.h"
 #include "core/common/spin_lock.h"
+#include "core/common/traffic.h"
 
 namespace hvd {
 namespace {
@@ -201,31 +202,49 @@ Status ShmComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
 }
 
 Status ShmComm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) {
-  if (!failed_.ok()) return Unusable();
-  return Guard(
-      RunAllreduce(static_cast<const uint8_t*>(in), static_cast<uint8_t*>(out), count, dt, op));
+  const int64_t es = static_cast<int64_t>(DataTypeSize(dt));
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  return AllreduceGathered(
+      count, dt, op,
+      [&](int64_t off, int64_t n, void* to) {
+        std::memcpy(to, src + off * es, static_cast<size_t>(n * es));
+        CountMoved(2 * n * es);
+        return Status::OK();
+      },
+      [&](int64_t off, int64_t n, const void* from) {
+        std::memcpy(dst + off * es, from, static_cast<size_t>(n * es));
+        CountMoved(2 * n * es);
+        return Status::OK();
+      });
 }
 
-// Per round: my part into my slot; barrier; my share reduced over every
-// slot, in my slot; barrier; every share copied out.
-Status ShmComm::RunAllreduce(const uint8_t* in, uint8_t* out, int64_t count, DataType dt,
-                             ReduceOp op) {
+Status ShmComm::AllreduceGathered(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
+                                  const Scatter& scatter) {
+  if (!failed_.ok()) return Unusable();
+  return Guard(RunAllreduce(count, dt, op, gather, scatter));
+}
+
+// Per round: my part gathered into my slot; barrier; my share reduced over
+// every slot, in my slot; barrier; every share scattered out.
+Status ShmComm::RunAllreduce(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
+                             const Scatter& scatter) {
   const int64_t es = static_cast<int64_t>(DataTypeSize(dt));
   const int64_t piece = slot_bytes_ / es;
   for (int64_t off = 0; off < count; off += piece, ++round_) {
     const int64_t n = std::min(piece, count - off);
-    std::memcpy(slot(round_, rank()), in + off * es, static_cast<size_t>(n * es));
+    HVD_RETURN_IF_ERROR(gather(off, n, slot(round_, rank())));
     HVD_RETURN_IF_ERROR(Barrier());
     const Share mine = ShareOf(n, size(), rank());
     uint8_t* acc = slot(round_, rank()) + mine.lo * es;
     for (int r = 0; r < size() && mine.n > 0; ++r) {
       if (r != rank()) ReduceInto(acc, slot(round_, r) + mine.lo * es, mine.n, dt, op);
     }
+    CountMoved(3 * (size() - 1) * mine.n * es);  // acc and a slot read, acc written, per other
     HVD_RETURN_IF_ERROR(Barrier());
     for (int r = 0; r < size(); ++r) {
       const Share s = ShareOf(n, size(), r);
-      std::memcpy(out + (off + s.lo) * es, slot(round_, r) + s.lo * es,
-                  static_cast<size_t>(s.n * es));
+      if (s.n > 0) HVD_RETURN_IF_ERROR(scatter(off + s.lo, s.n, slot(round_, r) + s.lo * es));
     }
   }
   return Status::OK();

@@ -49,6 +49,9 @@ class ShmComm : public ForwardingComm {
   int64_t fusion_solo_bytes() const override { return 0; }
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
+  bool gathers() const override { return true; }
+  Status AllreduceGathered(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
+                           const Scatter& scatter) override;
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
                        ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes) override;
@@ -75,7 +78,8 @@ class ShmComm : public ForwardingComm {
   Status Barrier();
   Status WaitFor(int r, uint64_t target);
   Status SleepUntil(int r, uint64_t target, std::chrono::steady_clock::time_point start);
-  Status RunAllreduce(const uint8_t* in, uint8_t* out, int64_t count, DataType dt, ReduceOp op);
+  Status RunAllreduce(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
+                      const Scatter& scatter);
 
   std::unique_ptr<ShmSegment> segment_;
   int64_t slot_bytes_;

@@ -107,6 +107,12 @@ struct hvd_op_options  # sizeof 72
     cuda_stream::Ptr{Cvoid}  # offset 64
 end
 
+struct hvd_stats  # sizeof 24
+    struct_size::Csize_t  # offset 0
+    allreduced_bytes::UInt64  # offset 8
+    host_bytes_moved::UInt64  # offset 16
+end
+
 # ------------------------------------------------------------ functions
 
 "C: `const char* hvd_status_string(hvd_status status)`"
@@ -342,6 +348,11 @@ end
 "C: `hvd_status hvd_stop_timeline(void)`"
 function hvd_stop_timeline()
     ccall((:hvd_stop_timeline, libhvd), hvd_status, ())
+end
+
+"C: `hvd_status hvd_get_stats(hvd_stats* stats)`"
+function hvd_get_stats(stats)
+    ccall((:hvd_get_stats, libhvd), hvd_status, (Ptr{hvd_stats},), stats)
 end
 
 "C: `int hvd_elastic_enabled(void)`"

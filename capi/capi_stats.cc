@@ -1,0 +1,28 @@
+// Process-wide counters (core/common/traffic.h).
+#include <algorithm>
+#include <cstring>
+
+#include "capi/capi_internal.h"
+#include "core/common/traffic.h"
+
+extern "C" {
+
+hvd_status hvd_get_stats(hvd_stats* stats) {
+  return hvd::capi::Guard("hvd_get_stats", [stats] {
+    if (!stats || stats->struct_size < sizeof(size_t)) {
+      return hvd::capi::Fail(hvd::Code::kInvalidArgument,
+                             "hvd_get_stats: stats is NULL or its struct_size is not set");
+    }
+    hvd_stats s;
+    s.struct_size = sizeof(hvd_stats);
+    s.allreduced_bytes = hvd::Traffic().allreduced.load(std::memory_order_relaxed);
+    s.host_bytes_moved = hvd::Traffic().moved.load(std::memory_order_relaxed);
+    // An older caller's smaller struct gets the fields it knows of.
+    const size_t n = std::min(stats->struct_size, sizeof(hvd_stats)) - sizeof(size_t);
+    std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size_t),
+                reinterpret_cast<const char*>(&s) + sizeof(size_t), n);
+    return HVD_OK;
+  });
+}
+
+}  // extern "C"

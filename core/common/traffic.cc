@@ -1,0 +1,10 @@
+#include "core/common/traffic.h"
+
+namespace hvd {
+
+HostTraffic& Traffic() {
+  static HostTraffic traffic;
+  return traffic;
+}
+
+}  // namespace hvd
