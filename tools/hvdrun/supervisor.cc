@@ -71,6 +71,9 @@ int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verb
     if (stopping) return;
     stopping = true;
     signal_all(SIGTERM);
+    // A stopped rank (SIGSTOP, a debugger's ^Z) acts on SIGTERM only once
+    // continued; otherwise only the SIGKILL a grace period later ends it.
+    signal_all(SIGCONT);
     kill_deadline = Deadline::After(grace_seconds);
   };
 
