@@ -35,8 +35,13 @@ class FlightRecorder {
   FlightRecorder(const FlightRecorder&) = delete;
   FlightRecorder& operator=(const FlightRecorder&) = delete;
 
-  // Empties the ring and sizes it (0: recording off). Not concurrent with
-  // the calls below.
+  // The stages' clock: the kernel's tick-granular monotonic clock (1-4 ms
+  // resolution, a few ns to read), which is enough to see where a job hung
+  // and cheap enough to read per response on the loop's hot path.
+  static Clock::time_point Now();
+
+  // Empties the ring and sizes it: `capacity` rounded up to a power of two
+  // (0: recording off). Not concurrent with the calls below.
   void Reset(size_t capacity);
   bool on() const { return capacity_ > 0; }
 

@@ -442,7 +442,7 @@ Status SetLoop::RunCollective(const Response& response, std::vector<TensorEntry*
   };
   SetActivity(&response, entries);
   if (FlightRecorder& flight = runtime_.flight(); flight.on()) {
-    const auto now = Clock::now();
+    const auto now = FlightRecorder::Now();
     for (auto* e : entries) {
       if (e) flight.Mark(e->flight_token, FlightRecorder::kExecuting, now);
     }
@@ -482,14 +482,14 @@ Status SetLoop::Execute(const Response& response) {
   } const recycle{ps_.queue, entries};
   FlightRecorder& flight = runtime_.flight();
   if (flight.on()) {
-    const auto now = Clock::now();
+    const auto now = FlightRecorder::Now();
     for (auto* e : entries) {
       if (e) flight.Mark(e->flight_token, FlightRecorder::kNegotiated, now);
     }
   }
   auto record_done = [&](const Status& s) {
     if (!flight.on()) return;
-    const auto now = Clock::now();
+    const auto now = FlightRecorder::Now();
     for (auto* e : entries) {
       if (e) flight.Done(e->flight_token, s.code(), now);
     }

@@ -10,7 +10,7 @@ set -u
 mode=${1:?mode} hvdrun=${2:?hvdrun} prog=${3:?fault_test} flight=${4:?hvd_flight}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-export HVD_FLIGHT_RECORDER_DIR=$dir HVD_OP_TIMEOUT_SECONDS=3
+export HVD_FLIGHT_RECORDER_SIZE=1000 HVD_FLIGHT_RECORDER_DIR=$dir HVD_OP_TIMEOUT_SECONDS=3
 fail=0
 expect() {
   local what=$1
