@@ -260,15 +260,6 @@ Status Runtime::Init(const InitArgs& args) {
     sets_[0] = std::move(world);
     next_set_id_ = 1;
   }
-  StartFlightRecorder();
-  StartLoop(w);
-  if (config_.op_timeout_seconds > 0) {
-    // A few looks per deadline, between a quarter second and ten seconds.
-    const double period = std::min(10.0, std::max(0.25, config_.op_timeout_seconds / 4));
-    watchdog_ =
-        std::make_unique<Watchdog>(std::chrono::milliseconds(static_cast<int64_t>(period * 1000)),
-                                   [this] { CheckDeadlines(); });
-  }
   {
     // The communicator whose Abort() ends an MPI job (job_end.h).
     std::shared_ptr<Comm> mpi;
@@ -278,6 +269,15 @@ Status Runtime::Init(const InitArgs& args) {
       mpi = w.data_comm;
     }
     job_end_.Arm(std::move(mpi), config_.mpi_abort_on_timeout, kMpiAbortGrace, config_.elastic);
+  }
+  StartFlightRecorder();
+  StartLoop(w);
+  if (config_.op_timeout_seconds > 0) {
+    // A few looks per deadline, between a quarter second and ten seconds.
+    const double period = std::min(10.0, std::max(0.25, config_.op_timeout_seconds / 4));
+    watchdog_ =
+        std::make_unique<Watchdog>(std::chrono::milliseconds(static_cast<int64_t>(period * 1000)),
+                                   [this] { CheckDeadlines(); });
   }
   running_ = true;
   // Registered after the backends so it runs before their own exit hooks
