@@ -329,6 +329,11 @@ function hvd_stop_timeline()
     ccall((:hvd_stop_timeline, libhvd), hvd_status, ())
 end
 
+"C: `hvd_status hvd_dump_flight_record(const char* path)`"
+function hvd_dump_flight_record(path)
+    ccall((:hvd_dump_flight_record, libhvd), hvd_status, (Ptr{Cchar},), path)
+end
+
 "C: `int hvd_elastic_enabled(void)`"
 function hvd_elastic_enabled()
     ccall((:hvd_elastic_enabled, libhvd), Cint, ())
