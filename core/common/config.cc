@@ -163,6 +163,11 @@ Status ParseBackends(Config* c) {
                                   "trace, debug, info, warning, error or fatal", &c->log_level));
   HVD_RETURN_IF_ERROR(ParseBool("LOG_HIDE_TIME", &c->log_hide_time));
   ParseString("TIMELINE", &c->timeline_path);
+  HVD_RETURN_IF_ERROR(ParseInt("FLIGHT_RECORDER_SIZE", 0, &c->flight_recorder_size));
+  if (c->flight_recorder_size > (1 << 24)) {
+    return Status::Invalid("HVD_FLIGHT_RECORDER_SIZE is larger than 16777216");
+  }
+  ParseString("FLIGHT_RECORDER_DIR", &c->flight_recorder_dir);
   HVD_RETURN_IF_ERROR(ParseBool("TIMELINE_MARK_CYCLES", &c->timeline_mark_cycles));
   HVD_RETURN_IF_ERROR(ParseBool("ELASTIC", &c->elastic));
   return ParseDouble("ELASTIC_TIMEOUT", 0.001, &c->elastic_timeout_seconds);

@@ -71,6 +71,12 @@ struct Config {
   BackendChoice controller = BackendChoice::kAuto;
   BackendChoice cpu_operations = BackendChoice::kAuto;
   std::string timeline_path;  // empty = off
+  // The flight recorder (docs/fault-tolerance.md): how many operations each
+  // rank remembers (0: off) and where it dumps them. Off by default: on
+  // W4 its cost exceeded the 1% allowed for something always on
+  // (docs/benchmarks.md).
+  int64_t flight_recorder_size = 0;
+  std::string flight_recorder_dir = "/tmp";
   bool timeline_mark_cycles = false;
   bool autotune = false;
   std::string autotune_log;

@@ -2,7 +2,6 @@
 // ranks behind a failure, and the watchdog's check of operations past
 // HVD_OP_TIMEOUT_SECONDS that no coordinator decision can end.
 #include <algorithm>
-#include <thread>
 
 #include "core/common/logging.h"
 #include "core/runtime/runtime.h"
@@ -17,9 +16,6 @@ constexpr double kProbeSeconds = 1.0;
 // The coordinator fails a tensor at its deadline; this much later a rank
 // concludes the coordinator itself cannot.
 constexpr std::chrono::seconds kCoordinatorGrace{2};
-// Under MPI a rank stuck in a collective cannot be freed: after failing its
-// operations (so callers see why), the job is aborted this much later.
-constexpr std::chrono::seconds kAbortGrace{2};
 
 std::string Seconds(double d) {
   std::string s = std::to_string(d);
@@ -117,19 +113,22 @@ void Runtime::Expire(int32_t set, const Status& why, bool in_collective) {
     ProcessSet* ps = FindSet(set);
     if (!ps || !ps->loop) return;
     HVD_LOG(kError) << why.message();
-    ps->loop->FailInFlight(why);
-    ps->loop->Abandon(why);
     data = ps->data_comm;
   }
-  if (!in_collective || !data) return;
-  const bool mpi = std::string(data->backend_name()) == "MPI";
-  if (mpi && !config_.mpi_abort_on_timeout) return;
-  if (mpi) {
-    HVD_LOG(kError) << "MPI cannot leave a collective that never completes: aborting the job in "
-                    << kAbortGrace.count() << " s (HVD_MPI_ABORT_ON_TIMEOUT=0 keeps it running)";
-    std::this_thread::sleep_for(kAbortGrace);
+  // Before the callers get the error (they may exit at once): the flight
+  // record, and under MPI the job's abort.
+  NoteJobFailure(why);
+  {
+    std::lock_guard<std::mutex> sl(sets_mu_);
+    ProcessSet* ps = FindSet(set);
+    if (!ps || !ps->loop) return;
+    ps->loop->FailInFlight(why);
+    ps->loop->Abandon(why);
   }
-  data->Abort();
+  if (!in_collective || !data) return;
+  // MPI cannot leave a collective that never completes: job_end_ aborts the
+  // job. Other backends fail the collective in place.
+  if (std::string(data->backend_name()) != "MPI") data->Abort();
 }
 
 }  // namespace hvd

@@ -24,6 +24,7 @@ struct ProcessSet {
   ~ProcessSet();
 
   int32_t id = 0;
+  int64_t submitted = 0;  // this rank's submissions so far (the flight recorder's set_seq)
   std::vector<int> ranks;  // global ranks, ascending
   // Null on ranks that are not members. controller_comm is the host
   // backend the channel was opened over (and set-up collectives use).

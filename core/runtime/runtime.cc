@@ -20,6 +20,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Under MPI, how long a process that keeps running after a deadline or a
+// lost peer lives on before the job is aborted: time to log the error or
+// save state, within the "deadline + 5 s" bound on the job's end.
+constexpr std::chrono::milliseconds kMpiAbortGrace{1000};
+
 // CLOCK_MONOTONIC at tick resolution: the same time base as steady_clock.
 Clock::time_point CoarseNow() {
 #ifdef CLOCK_MONOTONIC_COARSE
@@ -255,6 +260,17 @@ Status Runtime::Init(const InitArgs& args) {
     sets_[0] = std::move(world);
     next_set_id_ = 1;
   }
+  {
+    // The communicator whose Abort() ends an MPI job (job_end.h).
+    std::shared_ptr<Comm> mpi;
+    if (std::string(w.controller_comm->backend_name()) == "MPI") {
+      mpi = w.controller_comm;
+    } else if (std::string(w.data_comm->backend_name()) == "MPI") {
+      mpi = w.data_comm;
+    }
+    job_end_.Arm(std::move(mpi), config_.mpi_abort_on_timeout, kMpiAbortGrace, config_.elastic);
+  }
+  StartFlightRecorder();
   StartLoop(w);
   if (config_.op_timeout_seconds > 0) {
     // A few looks per deadline, between a quarter second and ten seconds.
@@ -266,7 +282,14 @@ Status Runtime::Init(const InitArgs& args) {
   running_ = true;
   // Registered after the backends so it runs before their own exit hooks
   // (MPI_Finalize): a process that exits without hvd_shutdown stops cleanly.
-  static bool registered = [] { return std::atexit([] { Runtime::Get().Shutdown(); }) == 0; }();
+  // on_exit (glibc) passes the exit status, which a failed job changes.
+  static bool registered = [] {
+#ifdef __GLIBC__
+    return on_exit([](int status, void*) { Runtime::Get().OnProcessExit(status); }, nullptr) == 0;
+#else
+    return std::atexit([] { Runtime::Get().OnProcessExit(0); }) == 0;
+#endif
+  }();
   (void)registered;
   HVD_LOG(kDebug) << "initialized: rank " << topo_.rank << "/" << topo_.size << ", local "
                   << topo_.local_rank << "/" << topo_.local_size << ", controller "
@@ -281,9 +304,15 @@ void Runtime::StopAll(const Status& why) {
   }
 }
 
+void Runtime::OnProcessExit(int status) {
+  job_end_.OnExit(status);
+  Shutdown();
+}
+
 Status Runtime::Shutdown() {
   std::lock_guard<std::mutex> lock(init_mu_);
   if (!running_) return Status::OK();
+  job_end_.OnShutdown();  // under MPI after a failure: aborts the job
   watchdog_.reset();
   StopAll(Status::OK());
   std::vector<SetLoop*> loops;
@@ -309,6 +338,7 @@ Status Runtime::Shutdown() {
   }
   liveness_.reset();
   timeline_.Stop();
+  job_end_.Disarm();
   running_ = false;
   return Status::OK();
 }
@@ -349,10 +379,18 @@ Status Runtime::Submit(std::unique_ptr<TensorEntry>* entries, size_t count) {
   // is a third of the cost per submission when only the former needs it.
   const auto now = timeline_.active() ? Clock::now() : CoarseNow();
   for (size_t i = 0; i < count; ++i) {
-    entries[i]->request.rank = set_rank;
-    entries[i]->enqueued = now;
+    TensorEntry& e = *entries[i];
+    e.request.rank = set_rank;
+    e.enqueued = now;
+    e.flight_token = flight_.Submit(e.request.name, e.request.type, set, ps->submitted++,
+                                    e.request.dtype, e.request.shape, e.bytes, now);
   }
-  return ps->queue.Add(entries, count);
+  const Status s = ps->queue.Add(entries, count);
+  if (!s.ok() && flight_.on()) {  // refused: not part of the set's order
+    ps->submitted -= static_cast<int64_t>(count);
+    for (size_t i = 0; i < count; ++i) flight_.Done(entries[i]->flight_token, s.code(), now);
+  }
+  return s;
 }
 
 Status Runtime::SetInfo(int32_t id, int* rank, int* size) {

@@ -11,7 +11,9 @@
 
 #include "core/common/config.h"
 #include "core/observability/autotune/autotuner.h"
+#include "core/observability/flight_recorder.h"
 #include "core/observability/timeline.h"
+#include "core/runtime/job_end.h"
 #include "core/runtime/liveness.h"
 #include "core/runtime/process_set.h"
 #include "core/runtime/watchdog.h"
@@ -74,6 +76,21 @@ class Runtime {
                             const std::string& tensor);
   std::string DescribeGone(const ProcessSet& ps);
 
+  // A failure the job cannot survive (a deadline, a lost peer): the flight
+  // record is dumped and the job is made to end (job_end.h). Call before the
+  // callers get the error: they may exit at once.
+  void NoteJobFailure(const Status& why);
+
+  // The flight recorder (runtime/flight.cc). Dump writes this rank's record
+  // to `path`, or to HVD_FLIGHT_RECORDER_DIR/hvd_flight.rank<N>.json when
+  // empty; `reason` goes into the file. Valid after hvd_shutdown too.
+  FlightRecorder& flight() { return flight_; }
+  Status DumpFlightRecord(const std::string& path, const std::string& reason,
+                          std::string* written = nullptr);
+  // The process exits with `status` (on_exit): ends it at once after such a
+  // failure, else shuts hvd down.
+  void OnProcessExit(int status);
+
  private:
   Runtime() = default;
   Status CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* out);
@@ -85,6 +102,7 @@ class Runtime {
   std::string BindHost() const;
   void StartLoop(ProcessSet& ps);
   void StopAll(const Status& why);
+  void StartFlightRecorder();       // at init (runtime/flight.cc)
   ProcessSet* FindSet(int32_t id);  // sets_mu_ held
   // This rank's answer to a liveness probe.
   std::string DescribeSelf(const ProbeQuestion& q);
@@ -111,7 +129,11 @@ class Runtime {
   int32_t next_set_id_ = 1;
   std::mutex names_mu_;
   std::map<std::pair<int, int32_t>, int64_t> auto_names_;
-  std::unique_ptr<Watchdog> watchdog_;  // last: stops before what it watches goes
+  JobEnd job_end_;
+  FlightRecorder flight_;
+  std::atomic<bool> failure_dumped_{false};
+  int flight_rank_ = 0, flight_size_ = 1;  // kept after shutdown for late dumps
+  std::unique_ptr<Watchdog> watchdog_;     // last: stops before what it watches goes
 };
 
 }  // namespace hvd

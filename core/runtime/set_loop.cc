@@ -183,6 +183,9 @@ void SetLoop::Run() {
   if (!fatal.ok()) {
     HVD_LOG(kError) << "process set " << ps_.id << ": background loop stopped: " << fatal.message();
   }
+  if (final_status.code() == Code::kPeerLost || final_status.code() == Code::kTimeout) {
+    runtime_.NoteJobFailure(final_status);
+  }
   ps_.queue.Close(final_status);
   finished_ = true;
   runtime_.OnSetFinished(ps_, final_status);
@@ -374,6 +377,16 @@ Status SetLoop::Explain(const Status& fatal) {
   return explained_.second;
 }
 
+bool SetLoop::PastDeadline(const std::vector<TensorEntry*>& entries) const {
+  const double limit = runtime_.config().op_timeout_seconds;
+  if (limit <= 0) return false;
+  const auto now = Clock::now();
+  for (const auto* e : entries) {
+    if (e && std::chrono::duration<double>(now - e->enqueued).count() >= limit - 1.0) return true;
+  }
+  return false;
+}
+
 Status SetLoop::FinalStatus(const Status& fatal) const {
   {
     // The watchdog's verdict wins over the error it provoked by aborting.
@@ -428,6 +441,12 @@ Status SetLoop::RunCollective(const Response& response, std::vector<TensorEntry*
     ~InFlight() { loop->SetActivity(nullptr, {}); }
   };
   SetActivity(&response, entries);
+  if (FlightRecorder& flight = runtime_.flight(); flight.on()) {
+    const auto now = FlightRecorder::Now();
+    for (auto* e : entries) {
+      if (e) flight.Mark(e->flight_token, FlightRecorder::kExecuting, now);
+    }
+  }
   Status s;
   {
     const InFlight in_flight{this};
@@ -461,7 +480,22 @@ Status SetLoop::Execute(const Response& response) {
     const std::vector<TensorEntry*>& entries;
     ~Recycle() { queue.Recycle(entries); }
   } const recycle{ps_.queue, entries};
+  FlightRecorder& flight = runtime_.flight();
+  if (flight.on()) {
+    const auto now = FlightRecorder::Now();
+    for (auto* e : entries) {
+      if (e) flight.Mark(e->flight_token, FlightRecorder::kNegotiated, now);
+    }
+  }
+  auto record_done = [&](const Status& s) {
+    if (!flight.on()) return;
+    const auto now = FlightRecorder::Now();
+    for (auto* e : entries) {
+      if (e) flight.Done(e->flight_token, s.code(), now);
+    }
+  };
   auto complete = [&](const Status& s) {
+    record_done(s);
     std::vector<HandleState*> states;
     states.reserve(n);
     for (auto* e : entries) {
@@ -470,7 +504,14 @@ Status SetLoop::Execute(const Response& response) {
     HandleState::CompleteAll(states, s);
   };
   if (response.error_code != Code::kOk) {
-    complete(Status(response.error_code, response.error));
+    const Status err(response.error_code, response.error);
+    // The coordinator's deadline (a rank never submitted it) ends the job;
+    // HVD_STALL_SHUTDOWN_TIME_SECONDS, shorter, fails only the operation.
+    if (err.code() == Code::kTimeout && PastDeadline(entries)) {
+      record_done(err);  // the flight record shows how it ended
+      runtime_.NoteJobFailure(err);
+    }
+    complete(err);
     return Status::OK();
   }
   switch (response.type) {
@@ -499,6 +540,10 @@ Status SetLoop::Execute(const Response& response) {
   }
   Status s = RunCollective(response, entries);
   if (IsFatal(s.code())) s = Explain(s);  // before the callers see it
+  if (s.code() == Code::kPeerLost || s.code() == Code::kTimeout) {
+    record_done(s);
+    runtime_.NoteJobFailure(s);
+  }
   complete(s);
   return IsFatal(s.code()) ? s : Status::OK();
 }

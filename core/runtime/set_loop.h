@@ -76,6 +76,9 @@ class SetLoop {
   // The collective itself, traced and visible to the watchdog.
   Status RunCollective(const Response& response, std::vector<TensorEntry*>& entries);
   Status FinalStatus(const Status& fatal) const;
+  // Whether one of `entries` was submitted HVD_OP_TIMEOUT_SECONDS ago (less
+  // a second: the coordinator's clock started when it heard of it).
+  bool PastDeadline(const std::vector<TensorEntry*>& entries) const;
   void SetActivity(const Response* r, const std::vector<TensorEntry*>& entries);
   Status Explain(const Status& fatal);
 

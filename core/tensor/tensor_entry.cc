@@ -44,6 +44,7 @@ void TensorEntry::Clear() {
   allocator = nullptr;
   cuda_stream = nullptr;
   enqueued = {};
+  flight_token = 0;
 }
 
 void TensorEntry::Swap(TensorEntry& o) noexcept {
@@ -58,6 +59,7 @@ void TensorEntry::Swap(TensorEntry& o) noexcept {
   allocator.swap(o.allocator);
   swap(cuda_stream, o.cuda_stream);
   swap(enqueued, o.enqueued);
+  swap(flight_token, o.flight_token);
 }
 
 }  // namespace hvd

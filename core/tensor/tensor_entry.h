@@ -27,6 +27,7 @@ struct TensorEntry {
   ResultAllocator allocator;
   void* cuda_stream = nullptr;
   std::chrono::steady_clock::time_point enqueued;
+  uint64_t flight_token = 0;  // the flight recorder's slot (0: not recorded)
   // PendingEntries' bookkeeping: the index of the pool slot that owns this
   // entry while a queue holds it. Not part of the entry's contents: Clear
   // and Swap leave it alone.

@@ -8,6 +8,8 @@
 #   check_fault.sh gloo-stop V W  HVDRUN FAULT_TEST          (np 3)
 #   check_fault.sh mpi-stop V W   FAULT_TEST MPIRUN [FLAGS]  (np 3)
 #   check_fault.sh gloo-lost V    HVDRUN FAULT_TEST          (np 4)
+#   check_fault.sh gloo-end A     HVDRUN FAULT_TEST          (np 3)
+#   check_fault.sh mpi-end A      FAULT_TEST MPIRUN [FLAGS]  (np 3)
 #
 # Exit 0 when every expectation holds; otherwise prints the job's output and
 # what was missing.
@@ -30,6 +32,7 @@ run_job() {  # run_job LIMIT_S CMD... ; sets rc and secs
   rc=$?
   t1=$(date +%s%N)
   secs=$(((t1 - t0) / 1000000000))
+  end_ms=$((t1 / 1000000))
   echo "== exit code $rc after ${secs}s: ${*:2}"
 }
 
@@ -72,6 +75,47 @@ case $mode in
     expect "rank $victim stopped itself" grep -q "FT rank=$victim stopping itself" "$out"
     survivors_name_victim stalled HVD_ERR_TIMEOUT 8000 "(does not answer|has not submitted)"
     expect "the job ended (not killed by the 90 s limit)" test "$rc" -ne 124 -a "$secs" -lt 60
+    ;;
+  gloo-end | mpi-end)
+    # Rank 1 stops itself (SIGSTOP) inside an allreduce; after the 3 s
+    # deadline the survivors do $action (fault_test end). Whatever it is,
+    # the whole job must end within the deadline + 5 s of the stop, and
+    # fail (core/runtime/job_end.h).
+    action=$1 victim=1 np=3
+    shift
+    export HVD_OP_TIMEOUT_SECONDS=3
+    if [ "$mode" = gloo-end ]; then
+      # mixed: a rank that ignores SIGTERM lives until hvdrun's SIGKILL,
+      # --grace-period after the first exit.
+      run_job 60 "$1" --grace-period 2 -np 3 "$2" end "$victim" "$action"
+    else
+      prog=$1 mpirun=$2
+      shift 2
+      run_job 60 "$mpirun" "$@" -np 3 --tag-output "$prog" end "$victim" "$action"
+    fi
+    stopped_at=$(sed -n 's/.*FT rank=1 stopping itself at_ms=\([0-9]*\).*/\1/p' "$out" | head -1)
+    expect "rank 1 stopped itself" test -n "$stopped_at"
+    # Once one survivor acts (exits, or MPI aborts) the launcher may kill
+    # the other before it prints: one report of each kind is enough.
+    expect "a survivor's allreduce failed with HVD_ERR_TIMEOUT naming rank 1" \
+      has "FT rank=[02] op=stalled status=HVD_ERR_TIMEOUT .*message=.*rank 1 (\(host [^ ,)]+[,)]?[^;]*)?(does not answer|has not submitted)"
+    expect "a survivor went on to '$action'" has "FT rank=[02] action=$action "
+    expect "the job ended by itself (not the 60 s limit)" test "$rc" -ne 124 -a "$rc" -ne 137
+    expect "the job failed (exit code $rc)" test "$rc" -ne 0
+    if [ -n "$stopped_at" ]; then
+      echo "   the job ended $((end_ms - stopped_at)) ms after rank 1 stopped"
+      expect "the job ended within the deadline + 5 s of the stop" \
+        test $((end_ms - stopped_at)) -le 8000
+    fi
+    if [ "$mode" = mpi-end ]; then
+      expect "hvd says why it aborts the job" has "aborting the MPI job"
+    fi
+    if [ "$action" = mixed ]; then
+      expect "rank 2 ignored the launcher's SIGTERM (so SIGKILL ended it)" has "FT got SIGTERM"
+    fi
+    if [ "$action" = exit0 ] && [ "$mode" = gloo-end ]; then
+      expect "hvd says why exit code 0 became 1" has "exiting with 1 so that the launcher stops"
+    fi
     ;;
   gloo-lost)
     victim=$1 np=4

@@ -13,6 +13,16 @@
 //                        submitting it; every other rank reports how its
 //                        allreduce ends (HVD_OP_TIMEOUT_SECONDS bounds it)
 //                        and exits 3, which ends the job.
+//   fault_test end V A   as "stop V before", but then every survivor does A:
+//                        exit0 / exit1 (exit() at once with that code),
+//                        shutdown (hvd_shutdown, then keeps computing),
+//                        compute (keeps computing, ignoring SIGTERM), or
+//                        mixed (the lowest survivor exits 1, the others
+//                        keep computing, ignoring SIGTERM). The job must
+//                        end anyway (core/runtime/job_end.h).
+//   fault_test order     ranks submit different tensors first (rank 1
+//                        'ord.b', the others 'ord.a') and wait: the
+//                        deadline fails them; exits 3. For hvd_flight.
 //
 // Reports are single lines "FT <key>=<value> ..." written with write(2) so
 // they leave the process at once: hvdrun stops the job a few seconds after
@@ -225,12 +235,85 @@ int Stop(int victim, bool mid) {
   std::_Exit(3);
 }
 
+// Survivors of "end": what a program does after the error.
+[[noreturn]] void KeepComputing() {
+  volatile double x = 0;
+  for (;;) {
+    for (int i = 0; i < 1000000; ++i) x = x + 1e-9;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// "order": ranks 0 and 2 submit 'ord.a' and wait for it, rank 1 submits
+// 'ord.b' and waits for it: neither can run, so the deadline fails both.
+int Order() {
+  IgnoreTerm();  // every rank must get to write its flight record
+  const int rank = hvd_rank();
+  Buf warm(16, 1.0f), a(256, 1.0f), b(256, 2.0f);
+  for (int i = 0; i < 3; ++i) {
+    hvd_handle h = 0;
+    if (hvd_allreduce_async("ord.warm", &warm.dl, &warm.dl, HVD_OP_SUM, nullptr, &h) != HVD_OK ||
+        hvd_wait(h, 60000) != HVD_OK) {
+      Say(std::string("FT warm-up failed: ") + hvd_last_error());
+      return 1;
+    }
+    hvd_release(h);
+  }
+  const int64_t t0 = NowMs();
+  Buf& mine = rank == 1 ? b : a;
+  hvd_handle h = 0;
+  hvd_status s = hvd_allreduce_async(rank == 1 ? "ord.b" : "ord.a", &mine.dl, &mine.dl, HVD_OP_SUM,
+                                     nullptr, &h);
+  if (s == HVD_OK) s = hvd_wait(h, 120000);
+  Report("ordered", s, t0);
+  return 3;
+}
+
+int End(int victim, const std::string& action) {
+  const int rank = hvd_rank();
+  // Before the error: the launcher's SIGTERM may come at once after it.
+  if (rank != victim && (action == "compute" || action == "mixed")) IgnoreTerm();
+  Buf warm(16, 1.0f);
+  Buf big(1024, 1.0f);
+  for (int i = 0; i < 3; ++i) {
+    hvd_handle h = 0;
+    if (hvd_allreduce_async("end.warm", &warm.dl, &warm.dl, HVD_OP_SUM, nullptr, &h) != HVD_OK ||
+        hvd_wait(h, 60000) != HVD_OK) {
+      Say(std::string("FT warm-up failed: ") + hvd_last_error());
+      return 1;
+    }
+    hvd_release(h);
+  }
+  const int64_t t0 = NowMs();
+  if (rank == victim) {  // instead of submitting: the others wait for it
+    Say("FT rank=" + std::to_string(rank) + " stopping itself at_ms=" + std::to_string(t0));
+    raise(SIGSTOP);
+  }
+  hvd_handle h = 0;
+  hvd_status s = hvd_allreduce_async("end.big", &big.dl, &big.dl, HVD_OP_SUM, nullptr, &h);
+  if (s == HVD_OK) s = hvd_wait(h, 120000);
+  Report("stalled", s, t0);
+  const int first_survivor = victim == 0 ? 1 : 0;
+  Say("FT rank=" + std::to_string(rank) + " action=" + action +
+      " at_ms=" + std::to_string(NowMs()));
+  if (action == "exit0") std::exit(0);
+  if (action == "exit1") std::exit(1);
+  if (action == "shutdown") {
+    hvd_shutdown();
+    KeepComputing();
+  }
+  if (action == "mixed" && rank == first_survivor) std::exit(1);
+  KeepComputing();  // ignoring SIGTERM
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "kill" && mode != "shutdown" && mode != "stop") {
-    std::fprintf(stderr, "usage: fault_test kill [VICTIM] | shutdown | stop VICTIM mid|before\n");
+  if (mode != "kill" && mode != "shutdown" && mode != "stop" && mode != "end" && mode != "order") {
+    std::fprintf(stderr,
+                 "usage: fault_test kill [VICTIM] | shutdown | stop VICTIM mid|before | end VICTIM "
+                 "exit0|exit1|shutdown|compute|mixed | order\n");
     return 2;
   }
   if (hvd_init() != HVD_OK) {
@@ -243,6 +326,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int victim = argc > 2 ? std::atoi(argv[2]) : 1;
+  if (mode == "order") return Order();
+  if (mode == "end") return End(victim, argc > 3 ? argv[3] : "exit1");
   if (mode == "stop") return Stop(victim, argc > 3 && std::string(argv[3]) == "mid");
   return mode == "kill" ? Kill(victim) : Shutdown();
 }

@@ -121,6 +121,26 @@ def test_grouped_allreduce(world):
     np.testing.assert_array_equal(out[2], np.full((1,), tri - n, np.float32))
 
 
+def test_dump_flight_record(world, tmp_path):
+    r = hvd.rank()
+    x = np.full((2, 3), 1.0, np.float32)
+    hvd.allreduce(x, name="fr.last", op=hvd.Sum)
+    path = str(tmp_path / f"flight.{r}.json")
+    hvd.dump_flight_record(path)
+    import json
+    with open(path) as f:
+        d = json.load(f)
+    last = d["ops"][-1]
+    assert d["format"] == "hvd-flight-1" and d["rank"] == r and d["size"] == hvd.size()
+    assert d["reason"] == "hvd_dump_flight_record"
+    assert (last["name"], last["kind"], last["dtype"], last["shape"]) == \
+        ("fr.last", "allreduce", "float32", [2, 3])
+    assert last["state"] == "done" and last["status"] == 0 and last["bytes"] == 24
+    assert last["submitted_ms"] <= last["negotiated_ms"] <= last["executing_ms"] <= last["done_ms"]
+    with pytest.raises(hvd.HvdInvalidArgument):
+        hvd.dump_flight_record(str(tmp_path / "no-such-dir" / "x.json"))
+
+
 # ------------------------------------------------- allgather / broadcast ...
 
 def test_allgather_every_dtype(world):

@@ -289,6 +289,7 @@ TEST(TensorEntry, SwapAndClearCoverEveryField) {
   };
   a.cuda_stream = &x;
   a.enqueued = std::chrono::steady_clock::now();
+  a.flight_token = 7;
   const TensorEntry copy = a;
   TensorEntry b;
   b.Swap(a);
@@ -307,6 +308,7 @@ TEST(TensorEntry, SwapAndClearCoverEveryField) {
   EXPECT_TRUE(static_cast<bool>(b.allocator));
   EXPECT_EQ(b.cuda_stream, &x);
   EXPECT_EQ(b.enqueued, copy.enqueued);
+  EXPECT_EQ(b.flight_token, 7u);
   const TensorEntry fresh;
   EXPECT_TRUE(a.request.SameParams(fresh.request));
   EXPECT_TRUE(a.request.name.empty());
@@ -328,6 +330,7 @@ TEST(TensorEntry, SwapAndClearCoverEveryField) {
   EXPECT_FALSE(static_cast<bool>(b.allocator));
   EXPECT_EQ(b.cuda_stream, nullptr);
   EXPECT_EQ(b.enqueued, fresh.enqueued);
+  EXPECT_EQ(b.flight_token, 0u);
 }
 
 // Pooled shared states are freed into the pool and handed out again, from

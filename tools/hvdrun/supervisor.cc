@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -71,6 +72,9 @@ int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verb
     if (stopping) return;
     stopping = true;
     signal_all(SIGTERM);
+    // A stopped rank (SIGSTOP, a debugger's ^Z) acts on SIGTERM only once
+    // continued; otherwise only the SIGKILL a grace period later ends it.
+    signal_all(SIGCONT);
     kill_deadline = Deadline::After(grace_seconds);
   };
 
@@ -78,24 +82,32 @@ int RunJob(const std::vector<RankLaunch>& ranks, double grace_seconds, bool verb
   while (true) {
     // Reap first: SIGCHLD can coalesce, so every child is checked each turn.
     bool all_exited = true;
+    Slot* failed = nullptr;  // this turn's first failure
     for (auto& s : slots) {
       if (!s->exited && s->proc.Poll()) {
         s->exited = true;
         int st = s->proc.wait_status();
-        int code = ExitCodeOf(st);
         if (verbose) {
           std::fprintf(stderr, "hvdrun: rank %d on host %s %s\n", s->rank, s->host.c_str(),
                        DescribeWaitStatus(st).c_str());
         }
-        if (code != 0 && first_failure < 0 && interrupted_by == 0) {
-          first_failure = s->rank;
-          failure_code = code;
-          std::fprintf(stderr, "hvdrun: rank %d on host %s %s (first failure); stopping the job\n",
-                       s->rank, s->host.c_str(), DescribeWaitStatus(st).c_str());
-          start_stopping();
+        // Reaped together, a rank killed by a signal is the cause and the
+        // others' non-zero exits its consequence (hvd makes a survivor of a
+        // lost peer exit non-zero, core/runtime/job_end.h).
+        if (ExitCodeOf(st) != 0 &&
+            (!failed || (WIFSIGNALED(st) && !WIFSIGNALED(failed->proc.wait_status())))) {
+          failed = s.get();
         }
       }
       all_exited = all_exited && s->exited;
+    }
+    if (failed && first_failure < 0 && interrupted_by == 0) {
+      const int st = failed->proc.wait_status();
+      first_failure = failed->rank;
+      failure_code = ExitCodeOf(st);
+      std::fprintf(stderr, "hvdrun: rank %d on host %s %s (first failure); stopping the job\n",
+                   failed->rank, failed->host.c_str(), DescribeWaitStatus(st).c_str());
+      start_stopping();
     }
     if (all_exited && drain_deadline.never()) drain_deadline = Deadline::After(kDrainSeconds);
     if (stopping && !killed && kill_deadline.Expired()) {

@@ -117,3 +117,10 @@ def start_timeline(file_path, mark_cycles=False):
 
 def stop_timeline():
     check(_c.hvd_stop_timeline())
+
+
+def dump_flight_record(path=None):
+    """Writes this rank's flight record (its last operations, see
+    docs/fault-tolerance.md) to `path`, or to
+    $HVD_FLIGHT_RECORDER_DIR/hvd_flight.rank<N>.json when None."""
+    check(_c.hvd_dump_flight_record(path))

@@ -318,6 +318,14 @@ typedef struct hvd_stats {
  * costs in memory traffic. */
 HVD_API hvd_status hvd_get_stats(hvd_stats* stats);
 
+/* ---------------------------------------------------------------- flight recorder */
+/* Writes this rank's flight record (its last HVD_FLIGHT_RECORDER_SIZE
+ * operations and the stage each reached, docs/fault-tolerance.md) as JSON to
+ * `path`, or, when NULL, to HVD_FLIGHT_RECORDER_DIR/hvd_flight.rank<N>.json
+ * (default directory /tmp). Local (not collective); valid after hvd_shutdown.
+ * tools/hvd_flight compares the ranks' files. */
+HVD_API hvd_status hvd_dump_flight_record(const char* path);
+
 /* ---------------------------------------------------------------- elastic */
 /* Elastic training (docs/elastic.md): under `hvdrun --min-np A --max-np B
  * --host-discovery-script S` (or --elastic) each worker has HVD_ELASTIC=1 and

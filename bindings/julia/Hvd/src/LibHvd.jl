@@ -353,6 +353,9 @@ end
 "C: `hvd_status hvd_get_stats(hvd_stats* stats)`"
 function hvd_get_stats(stats)
     ccall((:hvd_get_stats, libhvd), hvd_status, (Ptr{hvd_stats},), stats)
+"C: `hvd_status hvd_dump_flight_record(const char* path)`"
+function hvd_dump_flight_record(path)
+    ccall((:hvd_dump_flight_record, libhvd), hvd_status, (Ptr{Cchar},), path)
 end
 
 "C: `int hvd_elastic_enabled(void)`"
