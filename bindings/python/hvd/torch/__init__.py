@@ -1,9 +1,8 @@
 """hvd for PyTorch: the collectives (on torch tensors, results as torch
 tensors, in-place forms ending in `_`; allreduce, grouped_allreduce,
 allgather, broadcast, alltoall and reducescatter differentiable),
-DistributedOptimizer (with
-DDP-style communication hooks: hvd.comm_hooks), ZeroRedundancyOptimizer,
-SyncBatchNorm, the broadcast helpers for model and
+DistributedOptimizer (with DDP's communication hooks: hvd.comm_hooks),
+ZeroRedundancyOptimizer, SyncBatchNorm, the broadcast helpers for model and
 optimizer state, and hvd.torch.elastic (TorchState, ElasticSampler, run).
 
     import torch, hvd.torch as hvd
