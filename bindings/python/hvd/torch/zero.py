@@ -152,6 +152,12 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         bucket.pending = ops.reducescatter_async(flat, name=bucket.key, op=ops.Average,
                                                  process_set=self._process_set)
         bucket.ready.clear()
+        if self._stage == 2:
+            # Free the flat copies of buckets already reduced, so that few
+            # full-size buckets are alive at once during backward.
+            for b in self._buckets:
+                if b is not bucket and b.pending is not None and b.pending.poll():
+                    self._harvest(b)
 
     def _harvest(self, bucket):
         block = bucket.pending.wait()
