@@ -29,8 +29,8 @@ def batches(steps=STEPS, passes=1):
     out = []
     for _ in range(steps):
         x, y = torch.randn(n, 5, generator=g), torch.randn(n, 3, generator=g)
-        r = hvd.rank()
-        xs, ys = x[r * BATCH_PER_RANK:(r + 1) * BATCH_PER_RANK], y[r * BATCH_PER_RANK:(r + 1) * BATCH_PER_RANK]
+        mine = slice(hvd.rank() * BATCH_PER_RANK, (hvd.rank() + 1) * BATCH_PER_RANK)
+        xs, ys = x[mine], y[mine]
         out.append(list(zip(xs.chunk(passes), ys.chunk(passes))))
     return out
 
