@@ -115,26 +115,31 @@ def test_comm_hook_arguments(world):
         comm_hooks.PowerSGDState(matrix_approximation_rank=0)
 
 
-def test_powerSGD_exact_for_low_rank_gradients(world):
+@pytest.mark.parametrize("warm_start", [True, False])
+@pytest.mark.parametrize("error_feedback", [True, False])
+def test_powerSGD_exact_for_low_rank_gradients(world, warm_start, error_feedback):
     """A gradient of rank r (one linear layer, the same r inputs on every
     rank, other targets) is reproduced exactly, up to rounding, by rank-r
-    PowerSGD."""
+    PowerSGD, step after step, with or without warm start and error
+    feedback."""
     torch.manual_seed(0)
     w = torch.nn.Parameter(torch.randn(6, 4))
+    state = comm_hooks.PowerSGDState(matrix_approximation_rank=2, start_powerSGD_iter=0,
+                                     min_compression_rate=0.1, warm_start=warm_start,
+                                     use_error_feedback=error_feedback)
     opt = hvd.DistributedOptimizer(torch.optim.SGD([w], lr=1.0), named_parameters=[("w", w)],
-                                   comm_hook=comm_hooks.powerSGD_hook,
-                                   comm_hook_state=comm_hooks.PowerSGDState(
-                                       matrix_approximation_rank=2, start_powerSGD_iter=0,
-                                       min_compression_rate=0.1))
-    x = torch.randn(2, 4, generator=torch.Generator().manual_seed(5))
-    target = torch.randn(2, 6, generator=torch.Generator().manual_seed(hvd.rank()))
-    before = w.detach().clone()
-    opt.zero_grad()
-    torch.nn.functional.mse_loss(x @ w.t(), target, reduction="sum").backward()
-    local = w.grad.clone()
-    exact = hvd.allreduce(local, name="exact")
-    opt.step()
-    torch.testing.assert_close(before - w.detach(), exact, rtol=1e-5, atol=1e-5)
+                                   comm_hook=comm_hooks.powerSGD_hook, comm_hook_state=state)
+    for step in range(3):
+        x = torch.randn(2, 4, generator=torch.Generator().manual_seed(5 + step))
+        target = torch.randn(2, 6, generator=torch.Generator().manual_seed(hvd.rank()))
+        before = w.detach().clone()
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(x @ w.t(), target, reduction="sum").backward()
+        exact = hvd.allreduce(w.grad.clone(), name="exact")
+        opt.step()
+        torch.testing.assert_close(before - w.detach(), exact, rtol=1e-4, atol=1e-4)
+    assert state.iter == 3
+    assert state.compression_stats()[1] == 3 * 24 and state.compression_stats()[2] == 3 * 20
 
 
 def load_digits_example():
