@@ -208,3 +208,13 @@ def test_bad_arguments(world):
     mixed = [torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(2).double())]
     with pytest.raises(ValueError, match="mixes dtypes"):
         hvd.ZeroRedundancyOptimizer(mixed, torch.optim.SGD, lr=0.1)
+
+
+def test_zero_grad_between_backward_and_step(world):
+    model, opt = zero("sgd_momentum", 2, TINY_BUCKETS)
+    x, y = batches(steps=1)[0][0]
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    with pytest.raises(AssertionError, match="between backward and step"):
+        opt.zero_grad()
+    opt.step()
+    opt.zero_grad()  # fine after step

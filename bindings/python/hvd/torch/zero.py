@@ -47,7 +47,8 @@ def _block(n, nranks, r):
 
 
 class _Bucket:
-    __slots__ = ("key", "params", "flat", "start", "end", "shard", "ready", "pending")
+    __slots__ = ("key", "params", "flat", "start", "end", "shard", "ready", "pending",
+                 "submitted")
 
     def __init__(self, key, params, flat, start, end):
         self.key, self.params, self.flat = key, params, flat
@@ -55,6 +56,7 @@ class _Bucket:
         self.shard = flat[start:end]  # a leaf view: the wrapped optimizer steps it in place
         self.ready = set()            # stage 2: indices of members whose gradient came
         self.pending = None           # reducescatter Handle
+        self.submitted = False        # reduce-scattered in this step (pending or harvested)
 
 
 class ZeroRedundancyOptimizer(torch.optim.Optimizer):
@@ -152,6 +154,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         bucket.pending = ops.reducescatter_async(flat, name=bucket.key, op=ops.Average,
                                                  process_set=self._process_set)
         bucket.ready.clear()
+        bucket.submitted = True
         if self._stage == 2:
             # Free the flat copies of buckets already reduced, so that few
             # full-size buckets are alive at once during backward.
@@ -172,11 +175,14 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         for b in self._buckets:
             # Stage 2 submitted the complete buckets in backward; what is
             # left had some (unused parameters: zeros) or all gradients missing.
-            if self._stage == 1 or b.ready or b.pending is None:
+            # (Not `pending is None`: a bucket harvested early is done, and
+            # whether it was harvested early differs between ranks.)
+            if self._stage == 1 or b.ready or not b.submitted:
                 self._submit(b)
         for b in self._buckets:
             if b.pending is not None:
                 self._harvest(b)
+            b.submitted = False
 
     def _sync_hyperparameters(self):
         # LR schedulers and users change self.param_groups; the wrapped
@@ -206,7 +212,7 @@ class ZeroRedundancyOptimizer(torch.optim.Optimizer):
         return loss
 
     def zero_grad(self, *args, **kwargs):
-        if any(b.pending is not None for b in self._buckets):
+        if any(b.submitted for b in self._buckets):
             raise AssertionError("ZeroRedundancyOptimizer.zero_grad() between backward and "
                                  "step(): reduce-scatters of this step are still running")
         for b in self._buckets:
