@@ -399,11 +399,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         raise ValueError("gradient_predivide_factor needs op=Average")
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be >= 1")
-    if num_groups:
-        warnings.warn("num_groups is deprecated; pass groups=%d" % num_groups, DeprecationWarning,
-                      stacklevel=2)
-        if groups is None:
-            groups = num_groups
     if comm_hook is not None:
         if not callable(comm_hook):
             raise ValueError("DistributedOptimizer: comm_hook must be callable, not %r"
@@ -412,6 +407,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                 or gradient_predivide_factor != 1.0:
             raise ValueError("DistributedOptimizer: comm_hook needs op=Average, no compression "
                              "and no gradient_predivide_factor (the hook does the reduction)")
+    if num_groups:
+        warnings.warn("num_groups is deprecated; pass groups=%d" % num_groups, DeprecationWarning,
+                      stacklevel=2)
+        if groups is None:
+            groups = num_groups
     size()  # fail early with HvdNotInitializedError rather than in a hook
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
