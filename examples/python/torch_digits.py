@@ -42,6 +42,11 @@ def load_data():
     return x[train], y[train], x[test], y[test]
 
 
+def make_model():
+    return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                               torch.nn.Linear(128, 10))
+
+
 def main():
     args = parse_args()
     torch.set_num_threads(1)  # ranks share the cores
@@ -50,8 +55,7 @@ def main():
 
     x_train, y_train, x_test, y_test = load_data()
     torch.manual_seed(rank)  # deliberately different; broadcast below fixes it
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                                torch.nn.Linear(128, 10))
+    model = make_model()
     # Linear scaling: the global batch is size times bigger.
     opt = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=0.9)
     opt = hvd.DistributedOptimizer(

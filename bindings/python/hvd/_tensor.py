@@ -267,6 +267,8 @@ def result_of(hid, like, index=0, lease=None):
     else:
         raw = np.empty(0, dtype=np.uint8)
     if is_torch(like):
+        if not nbytes:  # torch cannot view an empty byte array as a wider dtype
+            return _torch().empty(shape, dtype=_TORCH_FROM_DL[(code, bits)])
         # Through bytes, so dtypes numpy lacks (bfloat16) work too.
         return _torch().from_numpy(raw).view(_TORCH_FROM_DL[(code, bits)]).reshape(shape)
     return raw.view(_NUMPY_FROM_DL[(code, bits)]).reshape(shape)

@@ -145,6 +145,8 @@ def _forget_pending_gradients(optimizer):
     if not hasattr(optimizer, "_hvd_synchronize_handles"):
         return
     optimizer._handles.clear()
+    if getattr(optimizer, "_hook_reducer", None) is not None:
+        optimizer._hook_reducer.reset()  # comm_hook buckets handed over in the old world
     for p in optimizer._delay:
         optimizer._delay[p] = optimizer.backward_passes_per_step
     optimizer._synchronized = False

@@ -24,6 +24,7 @@ import torch
 from .. import _hvd_fast, ops
 from ..basics import size
 from ..process_sets import global_process_set
+from ._hook_reducer import HookReducer
 from .compression import Compression
 from .sparse import sparse_allreduce_async
 
@@ -90,7 +91,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # self)` below is the user's optimizer.
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set,
+                 comm_hook=None, comm_hook_state=None, bucket_cap_mb=25):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
@@ -122,7 +124,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
         state_of = {id(st.param): st for st in self._params}
         trainable = [p for p in all_params if p.requires_grad]
-        for g in self._make_groups(groups, all_params, trainable):
+        group_tuples = self._make_groups(groups, all_params, trainable)
+        self._comm_hook = comm_hook
+        self._hook_reducer = None  # _hook_reducer.HookReducer with a comm_hook
+        self._skip_backward_sync = False  # inside no_sync()
+        if comm_hook is not None:
+            self._hook_reducer = HookReducer(self, self._params, group_tuples, bucket_cap_mb,
+                                             comm_hook, comm_hook_state, process_set)
+            group_tuples = []
+        for g in group_tuples:
             group = _Group([state_of[id(p)] for p in g])
             for st in group.members:
                 st.group = group
@@ -176,6 +186,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return [tuple(c) for c in chunks if len(c) > 1]
 
     def _register_hooks(self):
+        if self._hook_reducer is not None:
+            return  # it registered its own
         for st in self._params:
             if st.param.requires_grad:
                 # expand_as gives a view whose grad_fn leads to the
@@ -189,6 +201,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         group = st.group
 
         def hook(*_ignored):
+            if self._skip_backward_sync:
+                return  # no_sync(): accumulate locally, reduce later
             delay = st.delay
             if delay <= 0:
                 raise AssertionError(
@@ -278,6 +292,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Wait for every gradient's allreduce and write the results back.
         Gradients whose hooks did not fire (parameters unused in this pass)
         are reduced here, so every rank submits the same set of tensors."""
+        if self._hook_reducer is not None:
+            self._hook_reducer.synchronize()
+            self._synchronized = True
+            return
         handles = self._handles
         # Start the missing ones in a fixed order, then wait for all.
         for st in self._params:
@@ -309,6 +327,20 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._synchronized = True
 
     @contextlib.contextmanager
+    def no_sync(self):
+        """Backward passes inside start no allreduce; their gradients add up
+        in p.grad (DDP's no_sync). The next backward outside, or step() /
+        synchronize(), reduces the accumulated gradients once:
+            with opt.no_sync(): loss1.backward()
+            loss2.backward(); opt.step()"""
+        old = self._skip_backward_sync
+        self._skip_backward_sync = True
+        try:
+            yield
+        finally:
+            self._skip_backward_sync = old
+
+    @contextlib.contextmanager
     def skip_synchronize(self):
         """For step() after an explicit synchronize() (gradient clipping):
             optimizer.synchronize(); clip...; with optimizer.skip_synchronize(): optimizer.step()"""
@@ -328,7 +360,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles:
+        if self._handles or (self._hook_reducer is not None and self._hook_reducer.pending()):
             raise AssertionError(
                 "optimizer.zero_grad() was called after loss.backward() but before "
                 "optimizer.step() or optimizer.synchronize(); the pending allreduces still "
@@ -339,7 +371,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=ops.Average,
                          gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                         sparse_as_dense=False, process_set=global_process_set):
+                         sparse_as_dense=False, process_set=global_process_set,
+                         comm_hook=None, comm_hook_state=None, bucket_cap_mb=25):
     """Wrap a torch optimizer so that step() applies gradients averaged over
     all ranks (or `process_set`).
 
@@ -356,11 +389,24 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     deprecated spelling of groups=n.
     sparse_as_dense: reduce sparse gradients (nn.Embedding(sparse=True)) as
     dense tensors and make them sparse again; by default their indices and
-    values are allgathered and summed (sparse_allreduce_async)."""
+    values are allgathered and summed (sparse_allreduce_async).
+    comm_hook: hook(comm_hook_state, bucket) -> future of the averaged
+    bucket, DDP's communication-hook contract (hvd.torch.comm_hooks:
+    allreduce_hook, fp16_compress_hook, bf16_compress_hook, powerSGD_hook
+    with a PowerSGDState). Buckets are the groups given, or consecutive
+    parameters up to bucket_cap_mb. Needs op=Average and no compression."""
     if gradient_predivide_factor != 1.0 and op != ops.Average:
         raise ValueError("gradient_predivide_factor needs op=Average")
     if backward_passes_per_step < 1:
         raise ValueError("backward_passes_per_step must be >= 1")
+    if comm_hook is not None:
+        if not callable(comm_hook):
+            raise ValueError("DistributedOptimizer: comm_hook must be callable, not %r"
+                             % (comm_hook,))
+        if op != ops.Average or compression is not Compression.none \
+                or gradient_predivide_factor != 1.0:
+            raise ValueError("DistributedOptimizer: comm_hook needs op=Average, no compression "
+                             "and no gradient_predivide_factor (the hook does the reduction)")
     if num_groups:
         warnings.warn("num_groups is deprecated; pass groups=%d" % num_groups, DeprecationWarning,
                       stacklevel=2)
@@ -370,4 +416,5 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set,
+               comm_hook, comm_hook_state, bucket_cap_mb)
