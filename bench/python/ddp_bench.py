@@ -4,7 +4,7 @@ DistributedOptimizer, the same with the PowerSGD comm hook, and
 ZeroRedundancyOptimizer, in the same launch.
 
     mpirun --allow-run-as-root --oversubscribe -np 2 -x PYTHONPATH=build/python \\
-        -x OMP_NUM_THREADS=1 /usr/bin/python3 tools/hvd_bench/ddp_bench.py
+        -x OMP_NUM_THREADS=1 /usr/bin/python3 bench/python/ddp_bench.py
 
 Every rank builds ResNet-50 (torchvision's when it is installed, else the
 same architecture defined here; random weights and data) once per mode from
