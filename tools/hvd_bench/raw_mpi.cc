@@ -42,8 +42,9 @@ class RawMpi : public RawComm {
     // MPI counts are ints: larger buffers go in INT_MAX pieces.
     for (int64_t off = 0; off < count; off += INT_MAX) {
       const int n = static_cast<int>(std::min<int64_t>(INT_MAX, count - off));
-      if (MPI_Allreduce(in + off, out + off, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) !=
-          MPI_SUCCESS) {
+      // MPI refuses the same buffer as input and output: that is MPI_IN_PLACE.
+      const void* send = in == out ? MPI_IN_PLACE : static_cast<const void*>(in + off);
+      if (MPI_Allreduce(send, out + off, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
         Die("raw MPI_Allreduce failed");
       }
     }
