@@ -16,8 +16,9 @@ from .. import Handle, ProcessSet, global_process_set  # noqa: F401
 from . import elastic  # noqa: F401  hvd.elastic.TorchState after `import hvd.torch as hvd`
 from .compression import Compression, Compressor  # noqa: F401
 from .functions import (allgather, allreduce, alltoall, broadcast,  # noqa: F401
-                        broadcast_optimizer_state, broadcast_parameters, grouped_allreduce,
-                        reducescatter)
+                        broadcast_optimizer_state, broadcast_parameters, grouped_allgather,
+                        grouped_allgather_async, grouped_allreduce, grouped_reducescatter,
+                        grouped_reducescatter_async, reducescatter)
 from .optimizer import DistributedOptimizer  # noqa: F401
 from .sparse import sparse_allreduce, sparse_allreduce_async  # noqa: F401
 from .sync_batch_norm import SyncBatchNorm  # noqa: F401

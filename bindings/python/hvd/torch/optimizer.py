@@ -112,6 +112,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "optimizer's parameters" % len(unnamed))
         else:
             by_param = {p: "noname.%d" % i for i, p in enumerate(all_params)}
+        self._parameter_names = by_param  # Horovod's attribute: parameter -> name
         pre, post = self._scale_factors()
         self._params = []
         for p in all_params:
