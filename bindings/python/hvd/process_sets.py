@@ -24,12 +24,15 @@ class ProcessSet:
             raise HvdInvalidArgument("process set %s was not added (hvd.add_process_set)" % self.ranks)
         return self.process_set_id
 
+    def _empty(self):
+        return not self.ranks and self.process_set_id is None
+
     def rank(self):
         """This rank's rank inside the set, -1 if not a member."""
-        return _c.hvd_process_set_rank(self._id())
+        return -1 if self._empty() else _c.hvd_process_set_rank(self._id())
 
     def size(self):
-        return _c.hvd_process_set_size(self._id())
+        return 0 if self._empty() else _c.hvd_process_set_size(self._id())
 
     def included(self):
         if self.process_set_id is None:  # Horovod answers from the ranks alone
