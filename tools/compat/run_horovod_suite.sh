@@ -16,9 +16,10 @@
 #   --tests REGEX     only the test ids matching REGEX (grep -E)
 #   --timeout S       seconds per launch (default 300)
 #   --out DIR         logs, results.tsv and table.txt (default horovod-suite/)
-# One launch at a time: every rank imports torch, and the tests are run on
-# small machines. Rerunning with the same --out keeps earlier results and
-# replaces those it runs again.
+#   --jobs N          launches at a time (default 1: every rank imports
+#                     torch; raise it on machines with cores to spare)
+# Rerunning with the same --out keeps earlier results and replaces those it
+# runs again.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$here/../.." && pwd)/build
@@ -28,6 +29,7 @@ filter=""
 timeout_s=300
 out=horovod-suite
 python=/usr/bin/python3
+jobs=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -36,7 +38,8 @@ while [ $# -gt 0 ]; do
     --tests) filter=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     -*) echo "run_horovod_suite.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -78,27 +81,43 @@ classify() {  # rc np log
   else echo F; fi
 }
 
+run_one() {  # launcher np id: one launch, its line in $out/res/
+  local launcher=$1 np=$2 id=$3 log r reason start rc
+  log=$out/logs/$launcher.np$np.${id##*::}.log
+  start=$(date +%s)
+  launch "$launcher" "$np" "$id" "$log"
+  rc=$?
+  r=$(classify "$rc" "$np" "$log")
+  reason=""
+  [ "$r" = S ] && reason=$(grep -m1 -oE 'SKIPPED \[[0-9]+\] [^ ]+: .*' "$log" | sed 's/^[^:]*:[0-9]*: //')
+  [ "$r" = F ] && [ "$rc" -eq 124 ] && reason="timeout ${timeout_s}s"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$id" "$launcher" "$np" "$r" "$reason" \
+    >"$out/res/$launcher.np$np.${id##*::}.tsv"
+  printf '%-75s %-6s np=%s %s %3ss %s\n' "${id#*::}" "$launcher" "$np" "$r" \
+    $(($(date +%s) - start)) "$reason"
+}
+
+mkdir -p "$out/res"
+for np in $nps; do
+  for launcher in $launchers; do
+    for id in $ids; do echo "$launcher $np $id"; done
+  done
+done >"$out/todo"
+export -f launch classify run_one
+export out timeout_s python build
+export PYTEST_ARGS="${pytest_args[*]}"
+xargs -P "$jobs" -L 1 bash -c 'pytest_args=($PYTEST_ARGS); run_one "$@"' _ <"$out/todo"
+
+# Merge: this run's lines replace earlier ones for the same test/launcher/np.
 results=$out/results.tsv
 touch "$results"
-for launcher in $launchers; do
-  for np in $nps; do
-    for id in $ids; do
-      log=$out/logs/$launcher.np$np.${id##*::}.log
-      start=$(date +%s)
-      launch "$launcher" "$np" "$id" "$log"
-      rc=$?
-      r=$(classify "$rc" "$np" "$log")
-      reason=""
-      [ "$r" = S ] && reason=$(grep -m1 -oE 'SKIPPED \[[0-9]+\] [^ ]+: .*' "$log" | sed 's/^[^:]*:[0-9]*: //')
-      [ "$r" = F ] && [ "$rc" -eq 124 ] && reason="timeout ${timeout_s}s"
-      grep -vP "^\Q$id\E\t$launcher\t$np\t" "$results" >"$results.tmp"
-      printf '%s\t%s\t%s\t%s\t%s\n' "$id" "$launcher" "$np" "$r" "$reason" >>"$results.tmp"
-      mv "$results.tmp" "$results"
-      printf '%-75s %-6s np=%s %s %3ss %s\n' "${id#*::}" "$launcher" "$np" "$r" \
-        $(($(date +%s) - start)) "$reason"
-    done
-  done
-done
+cat "$out"/res/*.tsv | "$python" -c '
+import sys
+new = [l for l in sys.stdin if l.strip()]
+keys = {tuple(l.split("\t")[:3]) for l in new}
+old = [l for l in open(sys.argv[1]) if l.strip() and tuple(l.split("\t")[:3]) not in keys]
+open(sys.argv[1], "w").writelines(old + new)' "$results"
+rm -rf "$out/res" "$out/todo"
 
 # The table over everything results.tsv holds (this run and earlier ones).
 "$python" - "$results" >"$out/table.txt" <<'EOF'

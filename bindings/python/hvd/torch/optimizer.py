@@ -113,6 +113,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         else:
             by_param = {p: "noname.%d" % i for i, p in enumerate(all_params)}
         self._parameter_names = by_param  # Horovod's attribute: parameter -> name
+        # After the argument checks (Horovod reports bad names even before
+        # init), before any hook: fail early rather than in a hook.
+        size()
         pre, post = self._scale_factors()
         self._params = []
         for p in all_params:
@@ -367,7 +370,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                       stacklevel=2)
         if groups is None:
             groups = num_groups
-    size()  # fail early with HvdNotInitializedError rather than in a hook
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
