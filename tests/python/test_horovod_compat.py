@@ -135,3 +135,51 @@ def test_horovod_rank_variables_under_hvdrun(world):
     if "HVD_RANK" in os.environ:
         assert os.environ["HOROVOD_RANK"] == str(hvd.rank())
         assert os.environ["HOROVOD_SIZE"] == str(hvd.size())
+
+
+def test_horovod_broadcast_roots_are_global_ranks(world):
+    import horovod.torch as hv
+    last = hvd.size() - 1
+    ps = hvd.add_process_set([last])  # one member, global rank `last`
+    if hvd.rank() == last:
+        x = torch.tensor([float(last)])
+        assert hv.broadcast(x, last, process_set=ps).tolist() == [float(last)]
+        assert hv.broadcast_object({"r": last}, root_rank=last, process_set=ps) == {"r": last}
+    hvd.remove_process_set(ps)
+
+
+def test_horovod_gradient_conventions(world):
+    import horovod.torch as hv
+    n = hvd.size()
+    x = torch.ones(2, requires_grad=True)
+    hv.allgather(x).sum().backward()  # Horovod: the average of the ranks' gradients
+    y = torch.ones(n * 2, requires_grad=True)
+    hv.reducescatter(y, op=hv.Sum).sum().backward()  # Horovod: times the set size
+    z = torch.ones(2, requires_grad=True)
+    hv.broadcast(z, 0).sum().backward()  # Horovod: root gets the average
+    assert x.grad.tolist() == [1.0, 1.0]
+    assert y.grad.tolist() == [float(n)] * (n * 2)
+    assert z.grad.tolist() == ([1.0, 1.0] if hvd.rank() == 0 else [0.0, 0.0])
+
+
+def test_step_after_synchronize_warns_in_horovods_words(world):
+    model = torch.nn.Linear(1, 1)
+    opt = ht.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                  named_parameters=model.named_parameters())
+    model(torch.ones(1, 1)).sum().backward()
+    opt.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        opt.step()
+    assert any("optimizer.step() called without optimizer.skip_synchronize()" in str(w.message)
+               for w in caught)
+
+
+def test_optimizer_reports_duplicate_names_before_init():
+    # Runs before `world` initialises hvd in this file only when alone; the
+    # check itself does not need hvd running.
+    a, b = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
+    opt = torch.optim.SGD(list(a.parameters()) + list(b.parameters()), lr=0.1)
+    named = list(a.named_parameters()) + list(b.named_parameters())
+    with pytest.raises(ValueError, match="unique"):
+        ht.DistributedOptimizer(opt, named_parameters=named)

@@ -325,8 +325,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
-                              "optimizer.skip_synchronize(): gradients are reduced twice.")
+                # Horovod's wording, which its programs and tests match.
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(): gradients are reduced "
+                              "twice.")
             self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)
