@@ -183,3 +183,24 @@ def test_optimizer_reports_duplicate_names_before_init():
     named = list(a.named_parameters()) + list(b.named_parameters())
     with pytest.raises(ValueError, match="unique"):
         ht.DistributedOptimizer(opt, named_parameters=named)
+
+
+def test_optimizer_outside_its_process_set_steps_locally(world):
+    ps = hvd.add_process_set([0])
+    model = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.constant_(model.weight, 1.0)
+    opt = ht.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                  named_parameters=model.named_parameters(), process_set=ps)
+    model(torch.full((1, 1), float(hvd.rank() + 1))).sum().backward()
+    opt.step()  # rank 0 alone in the set; the others keep their own gradient
+    assert model.weight.item() == 1.0 - (hvd.rank() + 1)
+    hvd.remove_process_set(ps)
+
+
+def test_horovod_object_collectives_are_named_by_type(world):
+    import horovod.torch as hv
+    if hvd.rank() == 1:  # an unnamed collective on one rank only
+        with pytest.raises(ValueError):
+            hvd.allgather(torch.tensor(1.0))
+    assert hv.allgather_object(hvd.rank()) == list(range(hvd.size()))
+    assert hv.broadcast_object({"x": hvd.rank()}, root_rank=0) == {"x": 0}

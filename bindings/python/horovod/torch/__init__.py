@@ -2,10 +2,10 @@
 (docs/migrating-from-horovod.md)."""
 from hvd.torch import *  # noqa: F401,F403
 from hvd.torch import (Compression, DistributedOptimizer, SyncBatchNorm,  # noqa: F401
-                       allgather_object, broadcast_parameters)
+                       broadcast_parameters)
 
 from . import elastic  # noqa: F401
-from .functions import broadcast_object, broadcast_optimizer_state  # noqa: F401
+from .functions import allgather_object, broadcast_object, broadcast_optimizer_state  # noqa: F401,E501
 from .mpi_ops import *  # noqa: F401,F403
 from .mpi_ops import (Adasum, Average, HorovodInternalError, Max, Min, Product,  # noqa: F401
                       ProcessSet, Sum, add_process_set, allgather, allgather_async, allreduce,

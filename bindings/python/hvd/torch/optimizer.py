@@ -179,7 +179,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 chunks.append(chunk)
         return [tuple(c) for c in chunks if len(c) > 1]
 
+    def _member(self):
+        """Whether this rank is in the optimizer's process set. Ranks outside
+        it (Horovod lets every rank build the optimizer) step locally."""
+        ps = self._process_set
+        return ps is None or ps.process_set_id == 0 or ps.included()
+
     def _register_hooks(self):
+        if not self._member():
+            return
         for st in self._params:
             if st.param.requires_grad:
                 # expand_as gives a view whose grad_fn leads to the
@@ -283,6 +291,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         Gradients whose hooks did not fire (parameters unused in this pass)
         are reduced here, so every rank submits the same set of tensors."""
         handles = self._handles
+        if not self._member():
+            self._synchronized = True
+            return
         # Start the missing ones in a fixed order, then wait for all.
         for st in self._params:
             if not st.param.requires_grad:
