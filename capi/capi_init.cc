@@ -151,7 +151,7 @@ int hvd_gloo_built(void) {
                             [] { return hvd::BackendBuilt(hvd::BackendChoice::kGloo) ? 1 : 0; });
 }
 int hvd_nccl_built(void) {
-  return hvd::capi::Guarded("hvd_nccl_built", 0, [] { return hvd::NcclBuilt() ? 1 : 0; });
+  return hvd::capi::Guarded("hvd_nccl_built", 0, [] { return hvd::NcclVersionCode(); });
 }
 int hvd_cuda_built(void) {
   return hvd::capi::Guarded("hvd_cuda_built", 0, [] { return hvd::CudaBuilt() ? 1 : 0; });

@@ -461,6 +461,10 @@ hvd_status Reducescatter(const char* name, const DLTensor* input, int op,
   hvd_op_options o;
   ScratchEntry e;
   Status s = ReadCommon(fn, opts, CheckScatterOp, op, input, "input", &o, &*e);
+  if (s.ok() && e->request.shape.empty()) {
+    // Blocks of dimension 0 are scattered: a scalar has none (Horovod raises too).
+    s = Status::Invalid(std::string(fn) + ": input must have at least one dimension");
+  }
   if (s.ok()) {
     e->request.reduce_op = static_cast<ReduceOp>(op);
     s = MapBoolOp(fn, "input", o, &*e);

@@ -73,6 +73,15 @@ set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_LIST_DIR}/deb/pyth
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_COMPONENT_PYTHON_DESCRIPTION "${summary} - Python 3\n${long}\nThis package holds the Python module hvd (numpy, torch, DLPack) and hvd.torch.")
 
+# Horovod's names (import horovod.torch, horovodrun) over hvd: a package of
+# its own so that installing hvd never shadows a real Horovod.
+set(CPACK_DEBIAN_HOROVOD_COMPAT_PACKAGE_NAME python3-hvd-horovod-compat)
+set(CPACK_DEBIAN_HOROVOD_COMPAT_PACKAGE_SECTION python)
+set(CPACK_DEBIAN_HOROVOD_COMPAT_PACKAGE_ARCHITECTURE all)
+set(CPACK_DEBIAN_HOROVOD_COMPAT_PACKAGE_DEPENDS "python3-hvd (= ${hvd_deb_version}), hvd-tools (= ${hvd_deb_version})")
+set(CPACK_DEBIAN_HOROVOD_COMPAT_PACKAGE_CONFLICTS "python3-horovod")
+set(CPACK_COMPONENT_HOROVOD_COMPAT_DESCRIPTION "${summary} - Horovod compatibility\n${long}\nThis package holds the Python package horovod (horovod.torch and its modules as names over hvd.torch) and horovodrun (hvdrun under Horovod's name).")
+
 set(CPACK_DEBIAN_JAVA_PACKAGE_NAME libhvd-java)
 set(CPACK_DEBIAN_JAVA_PACKAGE_SECTION java)
 set(CPACK_DEBIAN_JAVA_PACKAGE_DEPENDS "${hvd_lib_package} (= ${hvd_deb_version}), default-jre-headless | java11-runtime-headless")
@@ -81,7 +90,7 @@ set(CPACK_COMPONENT_JAVA_DESCRIPTION "${summary} - Java\n${long}\nThis package h
 # Only the components this build has (no Python or Java binding: no package).
 set(CPACK_COMPONENTS_ALL lib dev tools)
 if(TARGET hvd_python)
-  list(APPEND CPACK_COMPONENTS_ALL python)
+  list(APPEND CPACK_COMPONENTS_ALL python horovod_compat)
 endif()
 if(TARGET hvd_java)
   list(APPEND CPACK_COMPONENTS_ALL java)

@@ -100,9 +100,10 @@ void Reduce16(uint16_t* dst, const uint16_t* src, int64_t n, ReduceOp op) {
 
 template <typename T>
 void ScaleTyped(T* dst, const T* src, int64_t n, double f) {
-  // Integers round to nearest: 6 * (1.0 / 3) is 1.999..., which must give 2.
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = static_cast<T>(std::llround(static_cast<double>(src[i]) * f));
+  // Integers: the product in double, truncated toward zero, as Horovod
+  // computes scaling and averages (its programs and tests compare against
+  // exactly that).
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<double>(src[i]) * f);
 }
 
 template <>

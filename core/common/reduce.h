@@ -13,7 +13,7 @@ namespace hvd {
 void ReduceInto(void* dst, const void* src, int64_t count, DataType dt, ReduceOp op);
 
 // buf[i] *= factor, computed in double (float for 16-bit and 32-bit floats);
-// integers are rounded to the nearest value.
+// integers are truncated toward zero (Horovod's rule).
 void ScaleBuffer(void* buf, int64_t count, DataType dt, double factor);
 
 // dst[i] = src[i] * factor; dst and src may be the same.

@@ -17,9 +17,9 @@ int BlocksFor(int64_t n) {
 }
 
 template <typename T>
-struct ScaleOp {  // integers: computed in double, rounded to nearest like llround
+struct ScaleOp {  // integers: computed in double, truncated toward zero (as Horovod, and the host)
   __device__ static T Apply(T v, double f) {
-    return static_cast<T>(llround(static_cast<double>(v) * f));
+    return static_cast<T>(static_cast<double>(v) * f);
   }
 };
 template <>

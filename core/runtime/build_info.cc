@@ -2,6 +2,10 @@
 
 #include "core/backends/registry.h"
 
+#ifdef HVD_HAVE_NCCL
+#include <nccl.h>
+#endif
+
 namespace hvd {
 
 bool BackendBuilt(BackendChoice backend) {
@@ -21,6 +25,14 @@ bool NcclBuilt() {
   return true;
 #else
   return false;
+#endif
+}
+
+int NcclVersionCode() {
+#ifdef HVD_HAVE_NCCL
+  return NCCL_VERSION_CODE;
+#else
+  return 0;
 #endif
 }
 

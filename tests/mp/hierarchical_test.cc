@@ -70,7 +70,7 @@ int64_t Check(T t, int64_t n, hvd_reduce_op op, bool in_place, const std::string
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     double e = Expected(op, i, ranks);
-    if (!hvdtest::IsFloat(t) && op == HVD_OP_AVERAGE) e = std::llround(e);
+    if (!hvdtest::IsFloat(t) && op == HVD_OP_AVERAGE) e = std::trunc(e);
     if (std::fabs(dst.Get(i) - e) > tol * std::max(1.0, e)) {
       if (bad++ < 3) ADD_FAILURE() << name << " element " << i << ": " << dst.Get(i) << " != " << e;
     }

@@ -13,7 +13,13 @@ def init(comm=None, process_sets=None, controller=None, cpu_operations=None):
     comm: None (the launcher's world) or an mpi4py communicator to run on
     (hvd uses it until shutdown; the caller keeps ownership).
     process_sets: ProcessSet objects to register right away.
-    controller / cpu_operations: "mpi", "gloo" or None (HVD_* variables)."""
+    controller / cpu_operations: "mpi", "gloo" or None (HVD_* variables).
+
+    As in Horovod, init() while hvd is running does nothing beyond
+    registering `process_sets` (shutdown() first to start over)."""
+    if is_initialized():
+        _add_sets(process_sets)
+        return
     if comm is not None:
         if controller is not None or cpu_operations is not None:
             raise HvdInvalidArgument("init: comm implies MPI; do not pass controller/cpu_operations")
@@ -28,10 +34,18 @@ def init(comm=None, process_sets=None, controller=None, cpu_operations=None):
         except KeyError as exc:
             raise HvdInvalidArgument("init: unknown backend %r" % exc.args[0]) from None
         check(_c.hvd_init_with(opts))
-    if process_sets:
-        from .process_sets import add_process_set
-        for ps in process_sets:
-            add_process_set(ps)
+    _add_sets(process_sets)
+
+
+def _add_sets(process_sets):
+    """init's process_sets: ProcessSet objects or rank lists; "dynamic"
+    (Horovod's switch for add_process_set after init) is accepted, as hvd
+    always allows that."""
+    if not process_sets or isinstance(process_sets, str):
+        return
+    from .process_sets import add_process_set
+    for ps in process_sets:
+        add_process_set(ps)
 
 
 def shutdown():
@@ -104,7 +118,9 @@ def gloo_built():
 
 
 def nccl_built():
-    return bool(_c.hvd_nccl_built())
+    """NCCL's version code (e.g. 22809 for 2.28.9) when built with NCCL,
+    else 0 (Horovod's convention: truthy, and comparable to 2700)."""
+    return int(_c.hvd_nccl_built())
 
 
 def cuda_built():

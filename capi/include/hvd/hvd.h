@@ -132,7 +132,7 @@ HVD_API int hvd_mpi_enabled(void);  /* MPI in use by this job */
 HVD_API int hvd_gloo_enabled(void); /* Gloo in use by this job */
 HVD_API int hvd_mpi_built(void);
 HVD_API int hvd_gloo_built(void);
-HVD_API int hvd_nccl_built(void);
+HVD_API int hvd_nccl_built(void); /* NCCL_VERSION_CODE (e.g. 22809), 0: no NCCL */
 HVD_API int hvd_cuda_built(void);
 
 /* -------------------------------------------------------------- operations */

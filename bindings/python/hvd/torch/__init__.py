@@ -18,8 +18,9 @@ from . import elastic  # noqa: F401  hvd.elastic.TorchState after `import hvd.to
 from . import comm_hooks  # noqa: F401  hvd.comm_hooks.powerSGD_hook, ...
 from .compression import Compression, Compressor  # noqa: F401
 from .functions import (allgather, allreduce, alltoall, broadcast,  # noqa: F401
-                        broadcast_optimizer_state, broadcast_parameters, grouped_allreduce,
-                        reducescatter)
+                        broadcast_optimizer_state, broadcast_parameters, grouped_allgather,
+                        grouped_allgather_async, grouped_allreduce, grouped_reducescatter,
+                        grouped_reducescatter_async, reducescatter)
 from .optimizer import DistributedOptimizer  # noqa: F401
 from .sparse import sparse_allreduce, sparse_allreduce_async  # noqa: F401
 from .sync_batch_norm import SyncBatchNorm  # noqa: F401

@@ -354,3 +354,77 @@ def reducescatter(tensor, *args, compression=Compression.none, **kwargs):
     """hvd.reducescatter (same arguments), differentiable: backward
     allgathers the gradient blocks, scaled like the forward."""
     return _one_tensor(ops.reducescatter, _Reducescatter, tensor, args, kwargs, compression)
+
+
+# ------------------------------------------------ grouped allgather / reducescatter
+#
+# One negotiated group through hvd.grouped_allgather / grouped_reducescatter
+# where this hvd has them; otherwise (and when a gradient is wanted) one
+# differentiable collective per tensor, named "<name>.<i>".
+
+class _HandleList:
+    """Handles of per-tensor operations as one: wait() gives their results."""
+
+    def __init__(self, handles):
+        self._handles = handles
+
+    def poll(self):
+        return all(h.poll() for h in self._handles)
+
+    def wait(self, timeout=None):
+        return [h.wait(timeout) for h in self._handles]
+
+    def release(self):
+        for h in self._handles:
+            h.release()
+
+
+def _names(name, count):
+    return [None if name is None else "%s.%d" % (name, i) for i in range(count)]
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """allgather of each tensor, as one group; the handle's wait() gives the list."""
+    if hasattr(ops, "grouped_allgather_async"):
+        return ops.grouped_allgather_async(tensors, name=name, process_set=process_set)
+    return _HandleList([ops.allgather_async(t, name=n, process_set=process_set)
+                        for t, n in zip(tensors, _names(name, len(tensors)))])
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """allgather of each tensor (differentiable), as one group; a list back."""
+    if _wants_grad(tensors):
+        return [allgather(t, name=n, process_set=process_set)
+                for t, n in zip(tensors, _names(name, len(tensors)))]
+    return grouped_allgather_async(tensors, name, process_set).wait()
+
+
+def grouped_reducescatter_async(tensors, name=None, op=ops.Average, prescale_factor=1.0,
+                                postscale_factor=1.0, process_set=global_process_set):
+    """reducescatter of each tensor, as one group; the handle's wait() gives the list."""
+    if hasattr(ops, "grouped_reducescatter_async"):
+        return ops.grouped_reducescatter_async(tensors, name=name, op=op,
+                                               prescale_factor=prescale_factor,
+                                               postscale_factor=postscale_factor,
+                                               process_set=process_set)
+    return _HandleList([ops.reducescatter_async(t, name=n, op=op,
+                                                prescale_factor=prescale_factor,
+                                                postscale_factor=postscale_factor,
+                                                process_set=process_set)
+                        for t, n in zip(tensors, _names(name, len(tensors)))])
+
+
+def grouped_reducescatter(tensors, name=None, op=ops.Average, prescale_factor=1.0,
+                          postscale_factor=1.0, process_set=global_process_set, *,
+                          compression=Compression.none):
+    """reducescatter of each tensor (differentiable), as one group; a list back."""
+    pairs = [compression.compress(t) for t in tensors]
+    sent = [t for t, _ in pairs]
+    kwargs = dict(op=op, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                  process_set=process_set)
+    if _wants_grad(sent):
+        outs = [reducescatter(t, name=n, **kwargs)
+                for t, n in zip(sent, _names(name, len(sent)))]
+    else:
+        outs = grouped_reducescatter_async(sent, name, **kwargs).wait()
+    return [compression.decompress(o, c) for o, (_, c) in zip(outs, pairs)]

@@ -114,6 +114,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "optimizer's parameters" % len(unnamed))
         else:
             by_param = {p: "noname.%d" % i for i, p in enumerate(all_params)}
+        self._parameter_names = by_param  # Horovod's attribute: parameter -> name
+        # After the argument checks (Horovod reports bad names even before
+        # init), before any hook: fail early rather than in a hook.
+        size()
         pre, post = self._scale_factors()
         self._params = []
         for p in all_params:
@@ -185,7 +189,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 chunks.append(chunk)
         return [tuple(c) for c in chunks if len(c) > 1]
 
+    def _member(self):
+        """Whether this rank is in the optimizer's process set. Ranks outside
+        it (Horovod lets every rank build the optimizer) step locally."""
+        ps = self._process_set
+        return ps is None or ps.process_set_id == 0 or ps.included()
+
     def _register_hooks(self):
+        if not self._member():
+            return
         if self._hook_reducer is not None:
             return  # it registered its own
         for st in self._params:
@@ -292,6 +304,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Wait for every gradient's allreduce and write the results back.
         Gradients whose hooks did not fire (parameters unused in this pass)
         are reduced here, so every rank submits the same set of tensors."""
+        if not self._member():
+            self._synchronized = True
+            return
         if self._hook_reducer is not None:
             self._hook_reducer.synchronize()
             self._synchronized = True
@@ -353,8 +368,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
-                              "optimizer.skip_synchronize(): gradients are reduced twice.")
+                # Horovod's wording, which its programs and tests match.
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(): gradients are reduced "
+                              "twice.")
             self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)
@@ -412,7 +429,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                       stacklevel=2)
         if groups is None:
             groups = num_groups
-    size()  # fail early with HvdNotInitializedError rather than in a hook
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,

@@ -11,7 +11,8 @@ from ..process_sets import global_process_set
 
 
 class SparseHandle:
-    """Handle of sparse_allreduce_async: wait() -> the reduced sparse tensor."""
+    """Handle of sparse_allreduce_async: wait() -> the reduced sparse tensor;
+    calling the handle waits too (Horovod's handles are callables)."""
 
     def __init__(self, indices, values, shape, divisor):
         self._indices, self._values = indices, values
@@ -29,6 +30,9 @@ class SparseHandle:
                 values = values / self._divisor
             self._result = torch.sparse_coo_tensor(indices.t(), values, self._shape).coalesce()
         return self._result
+
+    def __call__(self):
+        return self.wait()
 
     def release(self):
         self._indices.release()

@@ -1,0 +1,2 @@
+"""horovod.common.elastic: hvd.elastic's state classes and run."""
+from hvd.elastic import ObjectState, State, run  # noqa: F401

@@ -1,0 +1,1 @@
+"""horovod.runner: Horovod's launcher is hvdrun (installed also as horovodrun)."""

@@ -1,0 +1,2 @@
+"""horovod.torch.elastic.sampler."""
+from hvd.torch.elastic import ElasticSampler  # noqa: F401

@@ -1,0 +1,2 @@
+"""horovod.torch.optimizer: hvd.torch's names."""
+from hvd.torch import DistributedOptimizer  # noqa: F401

@@ -1,0 +1,2 @@
+"""horovod.torch.sync_batch_norm: hvd.torch's names."""
+from hvd.torch import SyncBatchNorm  # noqa: F401
