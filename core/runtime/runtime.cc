@@ -255,6 +255,7 @@ Status Runtime::Init(const InitArgs& args) {
     sets_[0] = std::move(world);
     next_set_id_ = 1;
   }
+  StartP2P(w);
   StartLoop(w);
   if (config_.op_timeout_seconds > 0) {
     // A few looks per deadline, between a quarter second and ten seconds.
@@ -285,6 +286,7 @@ Status Runtime::Shutdown() {
   std::lock_guard<std::mutex> lock(init_mu_);
   if (!running_) return Status::OK();
   watchdog_.reset();
+  p2p_.reset();  // fails unfinished messages with kShutDown
   StopAll(Status::OK());
   std::vector<SetLoop*> loops;
   {

@@ -13,6 +13,7 @@
 #include "core/observability/autotune/autotuner.h"
 #include "core/observability/timeline.h"
 #include "core/runtime/liveness.h"
+#include "core/runtime/p2p_engine.h"
 #include "core/runtime/process_set.h"
 #include "core/runtime/watchdog.h"
 
@@ -67,6 +68,11 @@ class Runtime {
   // set ends with it.
   void OnSetFinished(ProcessSet& ps, const Status& final_status);
 
+  // Point-to-point (runtime_p2p.cc): posts `ops`, whose peers are ranks of
+  // `set`, on the p2p engine; each completes `state` once.
+  Status SubmitP2P(const char* fn, int32_t set, std::vector<P2POp> ops,
+                   const std::shared_ptr<HandleState>& state);
+
   // Liveness (runtime/deadlines.cc): what `set_ranks` (ranks of `ps`) say
   // about `tensor`; which of the set's other ranks are gone or silent
   // (empty when all answer). Both probe, so they take up to a second.
@@ -85,6 +91,8 @@ class Runtime {
   std::string BindHost() const;
   void StartLoop(ProcessSet& ps);
   void StopAll(const Status& why);
+  // Collective at init: the p2p engine's Comm (runtime_p2p.cc).
+  void StartP2P(ProcessSet& world);
   ProcessSet* FindSet(int32_t id);  // sets_mu_ held
   // This rank's answer to a liveness probe.
   std::string DescribeSelf(const ProbeQuestion& q);
@@ -111,6 +119,8 @@ class Runtime {
   int32_t next_set_id_ = 1;
   std::mutex names_mu_;
   std::map<std::pair<int, int32_t>, int64_t> auto_names_;
+  std::unique_ptr<P2PEngine> p2p_;      // null when the world has one rank
+  Status p2p_unavailable_;              // why p2p_ is null
   std::unique_ptr<Watchdog> watchdog_;  // last: stops before what it watches goes
 };
 
