@@ -11,6 +11,7 @@ const libhvd = "libhvd"
 const HVD_VERSION_MAJOR = 1
 const HVD_VERSION_MINOR = 0
 const HVD_VERSION_PATCH = 0
+const HVD_P2P_MAX_TAG = 1048575
 
 const DLDeviceType = Cint
 const kDLCPU = DLDeviceType(1)
@@ -60,6 +61,10 @@ const HVD_OP_MAX = hvd_reduce_op(3)
 const HVD_OP_PRODUCT = hvd_reduce_op(4)
 const HVD_OP_ADASUM = hvd_reduce_op(5)
 
+const hvd_p2p_kind = Cint
+const HVD_P2P_SEND = hvd_p2p_kind(0)
+const HVD_P2P_RECV = hvd_p2p_kind(1)
+
 # ------------------------------------------------------------- typedefs
 const hvd_handle = Int64
 const hvd_callback = Ptr{Cvoid}
@@ -105,6 +110,21 @@ struct hvd_op_options  # sizeof 72
     allocator::hvd_allocator  # offset 48
     allocator_user_data::Ptr{Cvoid}  # offset 56
     cuda_stream::Ptr{Cvoid}  # offset 64
+end
+
+struct hvd_p2p_options  # sizeof 32
+    struct_size::Csize_t  # offset 0
+    process_set::Int32  # offset 8
+    callback::hvd_callback  # offset 16
+    callback_user_data::Ptr{Cvoid}  # offset 24
+end
+
+struct hvd_p2p_op  # sizeof 32
+    struct_size::Csize_t  # offset 0
+    kind::hvd_p2p_kind  # offset 8
+    tensor::Ptr{DLTensor}  # offset 16
+    peer::Cint  # offset 24
+    tag::Cint  # offset 28
 end
 
 # ------------------------------------------------------------ functions
@@ -257,6 +277,26 @@ end
 "C: `hvd_status hvd_reducescatter_async(const char* name, const DLTensor* input, hvd_reduce_op op, const hvd_op_options* opts, hvd_handle* handle)`"
 function hvd_reducescatter_async(name, input, op, opts, handle)
     ccall((:hvd_reducescatter_async, libhvd), hvd_status, (Ptr{Cchar}, Ptr{DLTensor}, hvd_reduce_op, Ptr{hvd_op_options}, Ptr{hvd_handle}), name, input, op, opts, handle)
+end
+
+"C: `void hvd_p2p_options_init(hvd_p2p_options* opts)`"
+function hvd_p2p_options_init(opts)
+    ccall((:hvd_p2p_options_init, libhvd), Cvoid, (Ptr{hvd_p2p_options},), opts)
+end
+
+"C: `hvd_status hvd_send_async(const DLTensor* tensor, int dest, int tag, const hvd_p2p_options* opts, hvd_handle* handle)`"
+function hvd_send_async(tensor, dest, tag, opts, handle)
+    ccall((:hvd_send_async, libhvd), hvd_status, (Ptr{DLTensor}, Cint, Cint, Ptr{hvd_p2p_options}, Ptr{hvd_handle}), tensor, dest, tag, opts, handle)
+end
+
+"C: `hvd_status hvd_recv_async(DLTensor* tensor, int src, int tag, const hvd_p2p_options* opts, hvd_handle* handle)`"
+function hvd_recv_async(tensor, src, tag, opts, handle)
+    ccall((:hvd_recv_async, libhvd), hvd_status, (Ptr{DLTensor}, Cint, Cint, Ptr{hvd_p2p_options}, Ptr{hvd_handle}), tensor, src, tag, opts, handle)
+end
+
+"C: `hvd_status hvd_batch_isend_irecv(const hvd_p2p_op* ops, int count, const hvd_p2p_options* opts, hvd_handle* handle)`"
+function hvd_batch_isend_irecv(ops, count, opts, handle)
+    ccall((:hvd_batch_isend_irecv, libhvd), hvd_status, (Ptr{hvd_p2p_op}, Cint, Ptr{hvd_p2p_options}, Ptr{hvd_handle}), ops, count, opts, handle)
 end
 
 "C: `hvd_status hvd_poll(hvd_handle handle)`"
