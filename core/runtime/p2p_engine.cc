@@ -81,21 +81,37 @@ Status P2PEngine::Submit(const char* fn, const std::vector<P2POp>& ops,
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& p : posted) inbox_.push_back(std::move(p));
+    has_inbox_.store(true, std::memory_order_release);
   }
   cv_.notify_one();
   return Status::OK();
 }
 
 void P2PEngine::Run() {
+  // After the last progress (a message completed or arrived from a caller)
+  // the thread spins, yielding, for kSpin: a reply in a ping-pong or the
+  // next message of a pipeline is usually posted within it, and is then
+  // picked up without a wake-up. Past it, it sleeps between polls (longer
+  // the longer nothing happens: a late peer must not cost a core) or, with
+  // nothing pending, until a caller posts.
+  constexpr auto kSpin = std::chrono::microseconds(200);
   std::vector<Pending> active;
-  int idle = 0;  // polls in a row that completed nothing
+  auto last_progress = Clock::now();
+  int64_t sleep_us = 0;
   for (;;) {
-    {
+    if (has_inbox_.load(std::memory_order_acquire) || active.empty()) {
       std::unique_lock<std::mutex> lock(mu_);
-      if (active.empty()) cv_.wait(lock, [this] { return stop_ || !inbox_.empty(); });
+      if (active.empty() && inbox_.empty() && Clock::now() - last_progress > kSpin) {
+        cv_.wait(lock, [this] { return stop_ || !inbox_.empty(); });
+      }
       if (stop_) break;
-      for (auto& p : inbox_) active.push_back(std::move(p));
-      inbox_.clear();
+      if (!inbox_.empty()) {
+        for (auto& p : inbox_) active.push_back(std::move(p));
+        inbox_.clear();
+        has_inbox_.store(false, std::memory_order_relaxed);
+        last_progress = Clock::now();
+        sleep_us = 0;
+      }
     }
     bool progress = false;
     const auto now = Clock::now();
@@ -124,13 +140,14 @@ void P2PEngine::Run() {
       active.pop_back();
       progress = true;
     }
-    // Spin briefly for latency, then back off to sleeping: a peer that is
-    // late must not cost a core.
-    idle = progress ? 0 : idle + 1;
-    if (idle > 200) {
-      std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 5 * (idle - 200))));
-    } else if (idle > 20) {
+    if (progress) {
+      last_progress = Clock::now();
+      sleep_us = 0;
+    } else if (Clock::now() - last_progress <= kSpin) {
       std::this_thread::yield();
+    } else if (!active.empty()) {
+      sleep_us = std::min<int64_t>(1000, sleep_us + 10);
+      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
     }
   }
   // Shut down: what is still pending fails.

@@ -6,6 +6,7 @@
 // peer in every error.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -68,6 +69,7 @@ class P2PEngine {
   std::mutex mu_;       // inbox_, stop_
   std::condition_variable cv_;
   std::vector<Pending> inbox_;
+  std::atomic<bool> has_inbox_{false};  // inbox_ non-empty, read without mu_
   bool stop_ = false;
   std::thread thread_;  // last: started when everything above exists
 };
