@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/backends/comm.h"
@@ -56,21 +57,31 @@ class P2PEngine {
     const char* fn;
     std::chrono::steady_clock::time_point deadline;
   };
-  void Run();
-  // "hvd_recv_async from rank 1 (host a), tag 3"
-  std::string Describe(const Pending& p) const;
-  Status Named(const Pending& p, const Status& s) const;
+  // What the engine's thread and waiting callers (HandleState's poller)
+  // share; a poller holds it weakly, so a handle may outlive the engine.
+  struct Core {
+    std::unique_ptr<Comm> comm;
+    std::vector<std::string> names;
+    double op_timeout_s = 0;
+    std::function<std::string(int)> describe;
+    std::mutex mu;  // active, stop; held while polling
+    std::condition_variable cv;
+    std::vector<Pending> active;
+    bool stop = false;
 
-  std::unique_ptr<Comm> comm_;
-  std::vector<std::string> names_;
-  double op_timeout_s_;
-  std::function<std::string(int)> describe_;
+    // Tests every active message once (mu held); true if any completed.
+    // The caller completes *finished after releasing mu.
+    using Finished = std::vector<std::pair<std::shared_ptr<HandleState>, Status>>;
+    bool Poll(Finished* finished);
+    // "hvd_recv_async from rank 1 (host a), tag 3 (16 bytes)"
+    std::string Describe(const Pending& p) const;
+    Status Named(const Pending& p, const Status& s) const;
+  };
+  using Finished = Core::Finished;
+  void Run();
+
+  std::shared_ptr<Core> core_;
   std::mutex post_mu_;  // posting order is call order
-  std::mutex mu_;       // inbox_, stop_
-  std::condition_variable cv_;
-  std::vector<Pending> inbox_;
-  std::atomic<bool> has_inbox_{false};  // inbox_ non-empty, read without mu_
-  bool stop_ = false;
   std::thread thread_;  // last: started when everything above exists
 };
 

@@ -59,6 +59,13 @@ class HandleState {
   Status Wait(int64_t timeout_ms, bool* timed_out = nullptr);
   bool done();
 
+  // Point-to-point handles (runtime/p2p_engine.h): while Wait waits, it
+  // calls `poller` to complete messages itself instead of sleeping until
+  // another thread does, which saves a thread hop per message. Set before
+  // the handle is shared.
+  using Poller = std::function<void()>;
+  void set_poller(Poller poller) { poller_ = std::move(poller); }
+
   // Result of the first tensor; written only by the background thread
   // before completion and read by callers after it.
   OpResult& result() { return result_; }
@@ -68,6 +75,9 @@ class HandleState {
   // last. Lock-free unless `s` is an error: every tensor of a training step
   // comes through here.
   bool Finish(const Status& s, bool* wake, Callback* cb);
+  // Wait's first part for handles with a poller: polls for a short while;
+  // true once done.
+  bool WaitPolling();
   // Wakes the threads blocked in Wait.
   void WakeWaiters();
 
@@ -86,6 +96,7 @@ class HandleState {
   Status error_;   // the first error (under mu_)
   Status status_;  // written once, by the finishing completion
   Callback callback_;
+  Poller poller_;
   OpResult result_;
 };
 

@@ -236,8 +236,8 @@ HVD_API hvd_status hvd_reducescatter_async(const char* name, const DLTensor* inp
 typedef struct hvd_p2p_options {
   size_t struct_size;    /* sizeof(hvd_p2p_options) */
   int32_t process_set;   /* peers are ranks of this set; 0 = all ranks */
-  hvd_callback callback; /* optional completion callback */
-  void* callback_user_data;
+  hvd_callback callback; /* optional; runs on hvd's p2p thread or on a thread */
+  void* callback_user_data; /* waiting in hvd_wait for this or another message */
 } hvd_p2p_options;
 
 #define HVD_P2P_OPTIONS_INIT \
