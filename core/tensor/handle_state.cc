@@ -72,7 +72,7 @@ bool HandleState::WaitPolling() {
   // Busy for a short while, as MPI waits (a reply usually comes within it),
   // then the caller sleeps and the poller's own thread finishes the work.
   using Clock = std::chrono::steady_clock;
-  const auto until = Clock::now() + std::chrono::microseconds(300);
+  const auto until = Clock::now() + std::chrono::microseconds(2000);
   for (int spins = 0; !done_.load(std::memory_order_acquire); ++spins) {
     poller_();
     if (done_.load(std::memory_order_acquire)) break;
