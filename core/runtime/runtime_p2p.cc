@@ -10,6 +10,10 @@ namespace hvd {
 void Runtime::StartP2P(ProcessSet& world) {
   p2p_.reset();
   p2p_unavailable_ = Status::OK();
+  if (!config_.p2p) {
+    p2p_unavailable_ = Status::Unsupported("they were turned off (HVD_P2P=0)");
+    return;
+  }
   if (world.size() < 2) {
     p2p_unavailable_ = Status::Invalid("the job has one rank: there is no peer to message");
     return;

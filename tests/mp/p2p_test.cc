@@ -254,6 +254,15 @@ TEST(P2PDeadline, PeerThatNeverSends) {
   Barrier();
 }
 
+// Run alone with HVD_P2P=0: no p2p communicator, calls refused clearly.
+TEST(P2POff, Refused) {
+  Tensor t(T::f32, {4});
+  hvd_handle h = 0;
+  EXPECT_EQ(hvd_send_async(t.dl(), (R() + 1) % N(), 0, nullptr, &h), HVD_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(hvd_last_error()).find("HVD_P2P=0"), std::string::npos) << hvd_last_error();
+  Barrier();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
