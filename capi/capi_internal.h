@@ -95,6 +95,18 @@ inline std::shared_ptr<HandleState> FindHandle(const char* fn, hvd_handle handle
   return state;
 }
 
+// What hvd needs of a validated DLTensor, without copying its shape.
+struct TensorView {
+  DataType dtype = DataType::kFloat32;
+  Device device;
+  int64_t num_elements = 0;
+  void* data = nullptr;
+};
+
+// Validates a DLTensor (dtype, device, shape, contiguity) into *v; errors
+// read "fn: what ..." (capi_ops.cc).
+Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorView* v);
+
 // Registers a handle covering `count` entries, fills the common request
 // fields from the options and submits (capi_ops.cc). With per_tensor_results
 // entry i writes the handle's result i (grouped allgather/reducescatter).

@@ -28,14 +28,6 @@ Status ReadOpOptions(const hvd_op_options* in, hvd_op_options* out, const char* 
   return Status::OK();
 }
 
-// What hvd needs of a validated DLTensor, without copying its shape.
-struct TensorView {
-  DataType dtype = DataType::kFloat32;
-  Device device;
-  int64_t num_elements = 0;
-  void* data = nullptr;
-};
-
 // The element count of a validated shape; errors for negative or absurd ones.
 template <typename Where>
 Status CountElements(const DLTensor* t, const Where& where, int64_t* count) {
@@ -63,6 +55,8 @@ Status CountElements(const DLTensor* t, const Where& where, int64_t* count) {
   return Status::OK();
 }
 
+}  // namespace
+
 // Validates a DLTensor. The "fn: what" prefix of a message is built only on
 // failure: this runs once or twice per submitted tensor.
 Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorView* v) {
@@ -88,6 +82,8 @@ Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorVie
   v->data = static_cast<uint8_t*>(t->data) + t->byte_offset;
   return Status::OK();
 }
+
+namespace {
 
 // Validates a DLTensor and fills the tensor part of an entry.
 Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorEntry* e) {

@@ -142,6 +142,11 @@ typedef struct {
 %ignore hvd_op_options::allocator_user_data;
 %ignore hvd_op_options::cuda_stream;
 
+/* ---- point to point (hvd_send_async, hvd_recv_async, hvd_batch_isend_irecv) ---- */
+%ignore hvd_p2p_options::callback;
+%ignore hvd_p2p_options::callback_user_data;
+/* ---- end point to point ---- */
+
 %include "hvd/hvd.h"
 
 %extend hvd_init_options {
@@ -171,3 +176,46 @@ typedef struct {
     $self->cuda_stream = (void*)(intptr_t)stream_address;
   }
 }
+
+/* ---- point to point: option constructor and batch arrays ---- */
+%extend hvd_p2p_options {
+  hvd_p2p_options() {
+    hvd_p2p_options* o = (hvd_p2p_options*)malloc(sizeof(hvd_p2p_options));
+    if (o) {
+      hvd_p2p_options init = HVD_P2P_OPTIONS_INIT;
+      *o = init;
+    }
+    return o;
+  }
+  ~hvd_p2p_options() { free($self); }
+}
+
+#ifndef SWIGXML /* wrapper-side helpers, not libhvd symbols: Julia builds the array itself */
+%inline %{
+/* An array of n ops for hvd_batch_isend_irecv, each HVD_P2P_OP_INIT (NULL if
+ * n < 1); free it with hvd_swig_p2p_ops_free once the batch completed. */
+hvd_p2p_op* hvd_swig_p2p_ops_new(int n) {
+  if (n < 1) return NULL;
+  hvd_p2p_op* ops = (hvd_p2p_op*)malloc(sizeof(hvd_p2p_op) * (size_t)n);
+  if (!ops) return NULL;
+  for (int i = 0; i < n; ++i) {
+    hvd_p2p_op init = HVD_P2P_OP_INIT;
+    ops[i] = init;
+  }
+  return ops;
+}
+/* Sets element i (kind HVD_P2P_SEND or HVD_P2P_RECV); the tensor must
+ * outlive the batch. Returns 0, or -1 when i is outside 0..n-1. */
+int hvd_swig_p2p_ops_set(hvd_p2p_op* ops, int n, int i, int kind, DLTensor* tensor, int peer,
+                         int tag) {
+  if (!ops || i < 0 || i >= n) return -1;
+  ops[i].kind = (hvd_p2p_kind)kind;
+  ops[i].tensor = tensor;
+  ops[i].peer = peer;
+  ops[i].tag = tag;
+  return 0;
+}
+void hvd_swig_p2p_ops_free(hvd_p2p_op* ops) { free(ops); }
+%}
+#endif
+/* ---- end point to point ---- */

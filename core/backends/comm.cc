@@ -39,6 +39,16 @@ Status Comm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t 
   return Alltoallv(send, sends, recv, recvs);
 }
 
+Status Comm::Isend(const void*, int64_t, int, int64_t, std::unique_ptr<P2PRequest>*) {
+  return Status::Unsupported(std::string(backend_name()) +
+                             " has no point-to-point messages (hvd_send_async needs MPI or Gloo)");
+}
+
+Status Comm::Irecv(void*, int64_t, int, int64_t, std::unique_ptr<P2PRequest>*) {
+  return Status::Unsupported(std::string(backend_name()) +
+                             " has no point-to-point messages (hvd_recv_async needs MPI or Gloo)");
+}
+
 Status Comm::OpenControlChannel(const ControlChannelOptions&, std::unique_ptr<ControlChannel>*) {
   return Status::Unsupported(std::string(backend_name()) +
                              " cannot carry negotiation messages (use a host backend)");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/backends/control_channel.h"
+#include "core/backends/p2p_request.h"
 #include "core/common/status.h"
 #include "core/common/types.h"
 
@@ -105,6 +106,16 @@ class Comm {
   // holds when every rank exchanges with a partner in the same step.
   virtual Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
                           int peer);
+
+  // ---- point to point (p2p_request.h): post one message to or from `peer`
+  // (another rank of this Comm) on `stream` (P2PStreamTag). Messages on one
+  // (peer, stream) arrive in the order they were posted. Thread-safe against
+  // each other, and meant for a Comm of their own (Split), not one a set's
+  // loop uses. The default: kUnsupported.
+  virtual Status Isend(const void* buf, int64_t bytes, int peer, int64_t stream,
+                       std::unique_ptr<P2PRequest>* out);
+  virtual Status Irecv(void* buf, int64_t bytes, int peer, int64_t stream,
+                       std::unique_ptr<P2PRequest>* out);
 
   // A new Comm over `ranks` (ranks of this Comm, ascending). Collective over
   // the members only; `tag` is unique per call and equal on all members.

@@ -132,6 +132,7 @@ Status ParseLoop(Config* c) {
   HVD_RETURN_IF_ERROR(ParseBool("STALL_CHECK_DISABLE", &c->stall_check_disabled));
   HVD_RETURN_IF_ERROR(ParseDouble("OP_TIMEOUT_SECONDS", 0.0, &c->op_timeout_seconds));
   HVD_RETURN_IF_ERROR(ParseBool("MPI_ABORT_ON_TIMEOUT", &c->mpi_abort_on_timeout));
+  HVD_RETURN_IF_ERROR(ParseBool("P2P", &c->p2p));
   HVD_RETURN_IF_ERROR(ParseBool("AUTOTUNE", &c->autotune));
   ParseString("AUTOTUNE_LOG", &c->autotune_log);
   return Status::OK();

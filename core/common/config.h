@@ -66,6 +66,9 @@ struct Config {
   // job is aborted (after the operations failed with the reason) unless
   // this is off.
   bool mpi_abort_on_timeout = true;
+  // Point-to-point messages (hvd_send_async...) get a communicator of
+  // their own at init; off: no communicator, and p2p calls are refused.
+  bool p2p = true;
   LogLevel log_level = LogLevel::kWarning;
   bool log_hide_time = false;
   BackendChoice controller = BackendChoice::kAuto;

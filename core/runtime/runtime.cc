@@ -271,6 +271,7 @@ Status Runtime::Init(const InitArgs& args) {
     job_end_.Arm(std::move(mpi), config_.mpi_abort_on_timeout, kMpiAbortGrace, config_.elastic);
   }
   StartFlightRecorder();
+  StartP2P(w);
   StartLoop(w);
   if (config_.op_timeout_seconds > 0) {
     // A few looks per deadline, between a quarter second and ten seconds.
@@ -314,6 +315,7 @@ Status Runtime::Shutdown() {
   if (!running_) return Status::OK();
   job_end_.OnShutdown();  // under MPI after a failure: aborts the job
   watchdog_.reset();
+  p2p_.reset();  // fails unfinished messages with kShutDown
   StopAll(Status::OK());
   std::vector<SetLoop*> loops;
   {

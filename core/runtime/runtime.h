@@ -15,6 +15,7 @@
 #include "core/observability/timeline.h"
 #include "core/runtime/job_end.h"
 #include "core/runtime/liveness.h"
+#include "core/runtime/p2p_engine.h"
 #include "core/runtime/process_set.h"
 #include "core/runtime/watchdog.h"
 
@@ -69,6 +70,11 @@ class Runtime {
   // set ends with it.
   void OnSetFinished(ProcessSet& ps, const Status& final_status);
 
+  // Point-to-point (runtime_p2p.cc): posts `ops`, whose peers are ranks of
+  // `set`, on the p2p engine; each completes `state` once.
+  Status SubmitP2P(const char* fn, int32_t set, std::vector<P2POp> ops,
+                   const std::shared_ptr<HandleState>& state);
+
   // Liveness (runtime/deadlines.cc): what `set_ranks` (ranks of `ps`) say
   // about `tensor`; which of the set's other ranks are gone or silent
   // (empty when all answer). Both probe, so they take up to a second.
@@ -103,6 +109,8 @@ class Runtime {
   void StartLoop(ProcessSet& ps);
   void StopAll(const Status& why);
   void StartFlightRecorder();       // at init (runtime/flight.cc)
+  // Collective at init: the p2p engine's Comm (runtime_p2p.cc).
+  void StartP2P(ProcessSet& world);
   ProcessSet* FindSet(int32_t id);  // sets_mu_ held
   // This rank's answer to a liveness probe.
   std::string DescribeSelf(const ProbeQuestion& q);
@@ -134,6 +142,9 @@ class Runtime {
   std::atomic<bool> failure_dumped_{false};
   int flight_rank_ = 0, flight_size_ = 1;  // kept after shutdown for late dumps
   std::unique_ptr<Watchdog> watchdog_;     // last: stops before what it watches goes
+  std::unique_ptr<P2PEngine> p2p_;      // null when the world has one rank
+  Status p2p_unavailable_;              // why p2p_ is null
+  std::unique_ptr<Watchdog> watchdog_;  // last: stops before what it watches goes
 };
 
 }  // namespace hvd

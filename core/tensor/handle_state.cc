@@ -1,5 +1,7 @@
 #include "core/tensor/handle_state.h"
 
+#include <thread>
+
 namespace hvd {
 
 bool HandleState::Finish(const Status& s, bool* wake, Callback* cb) {
@@ -66,9 +68,24 @@ bool HandleState::done() {
   return done_.load(std::memory_order_acquire);
 }
 
+bool HandleState::WaitPolling() {
+  // Busy for a short while, as MPI waits (a reply usually comes within it),
+  // then the caller sleeps and the poller's own thread finishes the work.
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + std::chrono::microseconds(2000);
+  for (int spins = 0; !done_.load(std::memory_order_acquire); ++spins) {
+    poller_();
+    if (done_.load(std::memory_order_acquire)) break;
+    if (spins > 32) std::this_thread::yield();
+    if ((spins & 15) == 0 && Clock::now() > until) return false;
+  }
+  return true;
+}
+
 Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {
   // The common case after a batch: done already, no lock, no deadline.
   if (done_.load(std::memory_order_acquire)) return status_;
+  if (poller_ && timeout_ms != 0 && WaitPolling()) return status_;
   std::unique_lock<std::mutex> lock(mu_);
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   bool finished = true;

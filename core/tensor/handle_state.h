@@ -71,12 +71,22 @@ class HandleState {
     return i == 0 ? result_ : more_results_[static_cast<size_t>(i - 1)];
   }
   int num_results() const { return 1 + static_cast<int>(more_results_.size()); }
+  // Point-to-point handles (runtime/p2p_engine.h): while Wait waits, it
+  // calls `poller` to complete messages itself instead of sleeping until
+  // another thread does, which saves a thread hop per message. Set before
+  // the handle is shared.
+  using Poller = std::function<void()>;
+  void set_poller(Poller poller) { poller_ = std::move(poller); }
+
 
  private:
   // Marks one tensor done; true (with what to do next) when it was the
   // last. Lock-free unless `s` is an error: every tensor of a training step
   // comes through here.
   bool Finish(const Status& s, bool* wake, Callback* cb);
+  // Wait's first part for handles with a poller: polls for a short while;
+  // true once done.
+  bool WaitPolling();
   // Wakes the threads blocked in Wait.
   void WakeWaiters();
 
@@ -95,6 +105,7 @@ class HandleState {
   Status error_;   // the first error (under mu_)
   Status status_;  // written once, by the finishing completion
   Callback callback_;
+  Poller poller_;
   OpResult result_;
   std::vector<OpResult> more_results_;  // results 1.. of a grouped operation
 };

@@ -186,3 +186,22 @@ hvd_status hvdj_result_copy_at(int64_t handle, int index, void* dst, int64_t dst
   if (bytes > 0) memcpy(dst, (const char*)r.data + r.byte_offset, (size_t)bytes);
   return HVD_OK;
 }
+
+/* ---- point to point ---- */
+hvd_status hvdj_send_async(void* scratch, void* data, int64_t* shape, int ndim, int dtype_code,
+                           int dtype_bits, int dest, int tag, int32_t process_set,
+                           int64_t* handle) {
+  scratch_layout* s = describe(scratch, data, NULL, shape, ndim, dtype_code, dtype_bits);
+  hvd_p2p_options opts = HVD_P2P_OPTIONS_INIT;
+  opts.process_set = process_set;
+  return hvd_send_async(s ? &s->input : NULL, dest, tag, &opts, handle);
+}
+
+hvd_status hvdj_recv_async(void* scratch, void* data, int64_t* shape, int ndim, int dtype_code,
+                           int dtype_bits, int src, int tag, int32_t process_set, int64_t* handle) {
+  scratch_layout* s = describe(scratch, data, NULL, shape, ndim, dtype_code, dtype_bits);
+  hvd_p2p_options opts = HVD_P2P_OPTIONS_INIT;
+  opts.process_set = process_set;
+  return hvd_recv_async(s ? &s->input : NULL, src, tag, &opts, handle);
+}
+/* ---- end point to point ---- */

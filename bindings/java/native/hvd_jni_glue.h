@@ -71,6 +71,13 @@ hvd_status hvdj_result_shape(int64_t handle, int64_t* shape, int cap, int32_t* n
 /* Copy the result into `dst`, which must hold exactly its byte size. */
 hvd_status hvdj_result_copy(int64_t handle, void* dst, int64_t dst_bytes);
 
+/* ---- point to point: send `data` to / receive it from a rank of the set ---- */
+hvd_status hvdj_send_async(void* scratch, void* data, int64_t* shape, int ndim, int dtype_code,
+                           int dtype_bits, int dest, int tag, int32_t process_set, int64_t* handle);
+hvd_status hvdj_recv_async(void* scratch, void* data, int64_t* shape, int ndim, int dtype_code,
+                           int dtype_bits, int src, int tag, int32_t process_set, int64_t* handle);
+/* ---- end point to point ---- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,7 @@ from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_async, a
                   barrier, barrier_async, broadcast, broadcast_, broadcast_async,
                   broadcast_async_, grouped_allreduce, grouped_allreduce_async, join, join_async,
                   poll, reducescatter, reducescatter_async, synchronize)
+from .p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send  # point to point
 from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from .ops import grouped_allreduce_, grouped_allreduce_async_  # in-place forms (Horovod's)
 from .ops import (grouped_allgather, grouped_allgather_async, grouped_reducescatter,  # noqa: F401

@@ -244,6 +244,60 @@ HVD_API hvd_status hvd_grouped_reducescatter_async(const char* const* names,
                                                    const DLTensor* const* inputs, int count,
                                                    hvd_reduce_op op, const hvd_op_options* opts,
                                                    hvd_handle* handle);
+/* ---------------------------------------------------------- point to point */
+/* Messages between two ranks, outside the negotiation of collectives: a
+ * send on one rank completes with the matching receive on the other (same
+ * process set, tag, and number of bytes). Messages from one rank to another
+ * on one tag arrive in the order they were sent. Tensors are CPU tensors on
+ * MPI (MPI_THREAD_MULTIPLE) or Gloo; the operation deadline
+ * (HVD_OP_TIMEOUT_SECONDS) applies, and errors name the peer. Completion is
+ * through the handle (hvd_poll/hvd_wait/hvd_release), as for collectives. */
+
+typedef struct hvd_p2p_options {
+  size_t struct_size;    /* sizeof(hvd_p2p_options) */
+  int32_t process_set;   /* peers are ranks of this set; 0 = all ranks */
+  hvd_callback callback; /* optional; runs on hvd's p2p thread or on a thread */
+  void* callback_user_data; /* waiting in hvd_wait for this or another message */
+} hvd_p2p_options;
+
+#define HVD_P2P_OPTIONS_INIT \
+  { sizeof(hvd_p2p_options), 0, NULL, NULL }
+
+HVD_API void hvd_p2p_options_init(hvd_p2p_options* opts);
+
+/* Tags: 0 .. HVD_P2P_MAX_TAG. */
+#define HVD_P2P_MAX_TAG 1048575
+
+/* Send `tensor` (its bytes, dtype and shape are the receiver's business) to
+ * rank `dest` of the set. `opts` may be NULL. */
+HVD_API hvd_status hvd_send_async(const DLTensor* tensor, int dest, int tag,
+                                  const hvd_p2p_options* opts, hvd_handle* handle);
+
+/* Receive into `tensor` from rank `src` of the set. The message must have
+ * exactly the tensor's byte size (else HVD_ERR_MISMATCH naming both sizes). */
+HVD_API hvd_status hvd_recv_async(DLTensor* tensor, int src, int tag, const hvd_p2p_options* opts,
+                                  hvd_handle* handle);
+
+typedef enum hvd_p2p_kind { HVD_P2P_SEND = 0, HVD_P2P_RECV = 1 } hvd_p2p_kind;
+
+/* One message of a batch. In an array, every element has the struct_size
+ * of the first (the caller's sizeof). */
+typedef struct hvd_p2p_op {
+  size_t struct_size; /* sizeof(hvd_p2p_op) */
+  hvd_p2p_kind kind;
+  DLTensor* tensor; /* read (send) or written (receive) */
+  int peer;         /* rank of the set */
+  int tag;
+} hvd_p2p_op;
+
+#define HVD_P2P_OP_INIT \
+  { sizeof(hvd_p2p_op), HVD_P2P_SEND, NULL, -1, 0 }
+
+/* Post `count` sends and receives in array order under one handle, done
+ * when all are (the first error wins). Every op is checked before any is
+ * posted. */
+HVD_API hvd_status hvd_batch_isend_irecv(const hvd_p2p_op* ops, int count,
+                                         const hvd_p2p_options* opts, hvd_handle* handle);
 
 /* ------------------------------------------------------- handles & results */
 

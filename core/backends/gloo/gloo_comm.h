@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ class Device;
 }  // namespace gloo
 
 namespace hvd {
+
+namespace gloo_backend {
+struct P2PState;  // gloo_p2p.cc
+}  // namespace gloo_backend
 
 // What all Comms of one job share: the TCP device (one listening socket and
 // event loop), the rendezvous store used to build new contexts, the timeout
@@ -78,6 +83,12 @@ class GlooComm : public Comm {
   Status Barrier() override;
   Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
                   int peer) override;
+  // Header + payload over unbound buffers, each message waited for by a
+  // thread of its own (gloo_p2p.cc).
+  Status Isend(const void* buf, int64_t bytes, int peer, int64_t stream,
+               std::unique_ptr<P2PRequest>* out) override;
+  Status Irecv(void* buf, int64_t bytes, int peer, int64_t stream,
+               std::unique_ptr<P2PRequest>* out) override;
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
   // TCP sockets on Gloo's own address (its pairs can only be waited on).
@@ -89,6 +100,8 @@ class GlooComm : public Comm {
  private:
   // Runs fn under GlooGuard; remembers the first failure and refuses later calls.
   Status Run(const char* op, const std::function<void()>& fn);
+  Status StartP2P(bool recv, void* buf, int64_t bytes, int peer, int64_t stream,
+                  std::unique_ptr<P2PRequest>* out);
   Status CheckRoot(const char* op, int root) const;
   Status CheckPerRank(const char* op, const char* what, const std::vector<int64_t>& v) const;
 
@@ -101,6 +114,8 @@ class GlooComm : public Comm {
   // a lost connection names the rank (see gloo_error.h). Empty if unknown.
   std::vector<gloo_backend::PeerAddress> peers_;
   Status broken_;
+  std::once_flag p2p_once_;
+  std::shared_ptr<gloo_backend::P2PState> p2p_;  // made on the first message
 };
 
 }  // namespace hvd

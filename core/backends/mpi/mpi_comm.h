@@ -43,6 +43,12 @@ class MpiComm : public Comm {
   Status Barrier() override;
   Status SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
                   int peer) override;
+  // MPI_Isend/MPI_Irecv on this communicator (mpi_p2p.cc); the MPI tag is
+  // the stream. Needs MPI_THREAD_MULTIPLE (the p2p engine's thread).
+  Status Isend(const void* buf, int64_t bytes, int peer, int64_t stream,
+               std::unique_ptr<P2PRequest>* out) override;
+  Status Irecv(void* buf, int64_t bytes, int peer, int64_t stream,
+               std::unique_ptr<P2PRequest>* out) override;
   Status Split(const std::vector<int>& ranks, const std::string& tag,
                std::unique_ptr<Comm>* out) override;
   // TCP sockets (options.host) unless options say MPI or, by default, some

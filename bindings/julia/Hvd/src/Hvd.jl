@@ -279,6 +279,46 @@ function grouped_reducescatter(As::AbstractVector{<:Array{<:Element}}; op::Reduc
         LibHvd.hvd_grouped_reducescatter_async(cnames, ptrs, Cint(length(ptrs)), Cint(op), C_NULL,
                                                handle)
     end
+
+# ------------------------------------------------------- point to point
+
+"""
+    send(A, dest; tag=0)
+
+Sends `A` to rank `dest` and waits until it has gone (the receiver's array
+must have the same size in bytes). Messages to one rank on one tag arrive
+in order.
+"""
+function send(A::Array{<:Element}, dest::Integer; tag::Integer = 0)
+    shape = dims_of(A)
+    handle = Ref{LibHvd.hvd_handle}(0)
+    GC.@preserve A shape begin
+        t = Ref(tensor(A, shape))
+        GC.@preserve t begin
+            check(LibHvd.hvd_send_async(t, Cint(dest), Cint(tag), C_NULL, handle))
+            finish(handle[])
+        end
+    end
+    return nothing
+end
+
+"""
+    recv!(A, src; tag=0) -> A
+
+Receives the next message from rank `src` on `tag` into `A`, which must have
+exactly the message's size in bytes.
+"""
+function recv!(A::Array{<:Element}, src::Integer; tag::Integer = 0)
+    shape = dims_of(A)
+    handle = Ref{LibHvd.hvd_handle}(0)
+    GC.@preserve A shape begin
+        t = Ref(tensor(A, shape))
+        GC.@preserve t begin
+            check(LibHvd.hvd_recv_async(t, Cint(src), Cint(tag), C_NULL, handle))
+            finish(handle[])
+        end
+    end
+    return A
 end
 
 end # module

@@ -11,6 +11,7 @@ const libhvd = "libhvd"
 const HVD_VERSION_MAJOR = 1
 const HVD_VERSION_MINOR = 0
 const HVD_VERSION_PATCH = 0
+const HVD_P2P_MAX_TAG = 1048575
 
 const DLDeviceType = Cint
 const kDLCPU = DLDeviceType(1)
@@ -59,6 +60,10 @@ const HVD_OP_MIN = hvd_reduce_op(2)
 const HVD_OP_MAX = hvd_reduce_op(3)
 const HVD_OP_PRODUCT = hvd_reduce_op(4)
 const HVD_OP_ADASUM = hvd_reduce_op(5)
+
+const hvd_p2p_kind = Cint
+const HVD_P2P_SEND = hvd_p2p_kind(0)
+const HVD_P2P_RECV = hvd_p2p_kind(1)
 
 # ------------------------------------------------------------- typedefs
 const hvd_handle = Int64
@@ -111,6 +116,19 @@ struct hvd_stats  # sizeof 24
     struct_size::Csize_t  # offset 0
     allreduced_bytes::UInt64  # offset 8
     host_bytes_moved::UInt64  # offset 16
+struct hvd_p2p_options  # sizeof 32
+    struct_size::Csize_t  # offset 0
+    process_set::Int32  # offset 8
+    callback::hvd_callback  # offset 16
+    callback_user_data::Ptr{Cvoid}  # offset 24
+end
+
+struct hvd_p2p_op  # sizeof 32
+    struct_size::Csize_t  # offset 0
+    kind::hvd_p2p_kind  # offset 8
+    tensor::Ptr{DLTensor}  # offset 16
+    peer::Cint  # offset 24
+    tag::Cint  # offset 28
 end
 
 # ------------------------------------------------------------ functions
@@ -273,6 +291,24 @@ end
 "C: `hvd_status hvd_grouped_reducescatter_async(const char* const* names, const DLTensor* const* inputs, int count, hvd_reduce_op op, const hvd_op_options* opts, hvd_handle* handle)`"
 function hvd_grouped_reducescatter_async(names, inputs, count, op, opts, handle)
     ccall((:hvd_grouped_reducescatter_async, libhvd), hvd_status, (Ptr{Ptr{Cchar}}, Ptr{Ptr{DLTensor}}, Cint, hvd_reduce_op, Ptr{hvd_op_options}, Ptr{hvd_handle}), names, inputs, count, op, opts, handle)
+"C: `void hvd_p2p_options_init(hvd_p2p_options* opts)`"
+function hvd_p2p_options_init(opts)
+    ccall((:hvd_p2p_options_init, libhvd), Cvoid, (Ptr{hvd_p2p_options},), opts)
+end
+
+"C: `hvd_status hvd_send_async(const DLTensor* tensor, int dest, int tag, const hvd_p2p_options* opts, hvd_handle* handle)`"
+function hvd_send_async(tensor, dest, tag, opts, handle)
+    ccall((:hvd_send_async, libhvd), hvd_status, (Ptr{DLTensor}, Cint, Cint, Ptr{hvd_p2p_options}, Ptr{hvd_handle}), tensor, dest, tag, opts, handle)
+end
+
+"C: `hvd_status hvd_recv_async(DLTensor* tensor, int src, int tag, const hvd_p2p_options* opts, hvd_handle* handle)`"
+function hvd_recv_async(tensor, src, tag, opts, handle)
+    ccall((:hvd_recv_async, libhvd), hvd_status, (Ptr{DLTensor}, Cint, Cint, Ptr{hvd_p2p_options}, Ptr{hvd_handle}), tensor, src, tag, opts, handle)
+end
+
+"C: `hvd_status hvd_batch_isend_irecv(const hvd_p2p_op* ops, int count, const hvd_p2p_options* opts, hvd_handle* handle)`"
+function hvd_batch_isend_irecv(ops, count, opts, handle)
+    ccall((:hvd_batch_isend_irecv, libhvd), hvd_status, (Ptr{hvd_p2p_op}, Cint, Ptr{hvd_p2p_options}, Ptr{hvd_handle}), ops, count, opts, handle)
 end
 
 "C: `hvd_status hvd_poll(hvd_handle handle)`"

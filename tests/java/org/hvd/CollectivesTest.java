@@ -252,6 +252,30 @@ class CollectivesTest {
     assertArrayEquals(new boolean[] {size == 1, true}, all);
     boolean[] gathered = Hvd.allgather(new boolean[] {rank % 2 == 1});
     for (int r = 0; r < size; r++) assertEquals(r % 2 == 1, gathered[r]);
+  void pointToPointRing() {
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    double[] got = new double[3];
+    try (Handle<double[]> r = Hvd.irecv(got, prev, 4);
+        Handle<double[]> s = Hvd.isend(new double[] {rank, rank + 0.5, -rank}, next, 4)) {
+      assertArrayEquals(new double[] {prev, prev + 0.5, -prev}, r.get(), 0.0);
+      s.get();
+    }
+    // Blocking forms, two messages on one tag arrive in order; and a
+    // receive buffer of the wrong size is a MISMATCH error.
+    if (rank == 0) {
+      Hvd.send(new int[] {1, 2}, 1, 5);
+      Hvd.send(new int[] {3, 4}, 1, 5);
+      Hvd.send(new long[] {9, 9, 9}, 1, 6);
+    } else if (rank == 1) {
+      int[] a = new int[2], b = new int[2];
+      Hvd.recv(a, 0, 5);
+      Hvd.recv(b, 0, 5);
+      assertArrayEquals(new int[] {1, 2}, a);
+      assertArrayEquals(new int[] {3, 4}, b);
+      HvdException e = assertThrows(HvdException.class, () -> Hvd.recv(new long[2], 0, 6));
+      assertEquals(Status.MISMATCH, e.status());
+    }
+    Hvd.barrier();
   }
 
   @Test

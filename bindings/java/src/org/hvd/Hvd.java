@@ -258,6 +258,50 @@ public final class Hvd {
     return Ops.reducescatter(name, in, dtype, op, shape, Ops::result);
   }
 
+  // ------------------------------------------------------- point to point
+
+  /**
+   * Sends {@code x} to rank {@code dest} and waits until it has gone. Messages
+   * to one rank on one tag arrive in order; the receiver's array must have
+   * the same length and type. Outside the negotiation of collectives.
+   */
+  public static void send(float[] x, int dest, int tag) { sync(isend(x, dest, tag)); }
+  public static void send(double[] x, int dest, int tag) { sync(isend(x, dest, tag)); }
+  public static void send(int[] x, int dest, int tag) { sync(isend(x, dest, tag)); }
+  public static void send(long[] x, int dest, int tag) { sync(isend(x, dest, tag)); }
+  public static void send(byte[] x, int dest, int tag) { sync(isend(x, dest, tag)); }
+
+  public static Handle<float[]> isend(float[] x, int dest, int tag) { return sendArray(x, dest, tag); }
+  public static Handle<double[]> isend(double[] x, int dest, int tag) { return sendArray(x, dest, tag); }
+  public static Handle<int[]> isend(int[] x, int dest, int tag) { return sendArray(x, dest, tag); }
+  public static Handle<long[]> isend(long[] x, int dest, int tag) { return sendArray(x, dest, tag); }
+  public static Handle<byte[]> isend(byte[] x, int dest, int tag) { return sendArray(x, dest, tag); }
+
+  /** Receives the next message from rank {@code src} on {@code tag} into {@code x}. */
+  public static void recv(float[] x, int src, int tag) { sync(irecv(x, src, tag)); }
+  public static void recv(double[] x, int src, int tag) { sync(irecv(x, src, tag)); }
+  public static void recv(int[] x, int src, int tag) { sync(irecv(x, src, tag)); }
+  public static void recv(long[] x, int src, int tag) { sync(irecv(x, src, tag)); }
+  public static void recv(byte[] x, int src, int tag) { sync(irecv(x, src, tag)); }
+
+  /** {@code x} is written when the handle is first seen finished. */
+  public static Handle<float[]> irecv(float[] x, int src, int tag) { return recvArray(x, src, tag); }
+  public static Handle<double[]> irecv(double[] x, int src, int tag) { return recvArray(x, src, tag); }
+  public static Handle<int[]> irecv(int[] x, int src, int tag) { return recvArray(x, src, tag); }
+  public static Handle<long[]> irecv(long[] x, int src, int tag) { return recvArray(x, src, tag); }
+  public static Handle<byte[]> irecv(byte[] x, int src, int tag) { return recvArray(x, src, tag); }
+
+  /** Zero-copy forms on direct buffers. */
+  public static Handle<ByteBuffer> isend(ByteBuffer data, DType dtype, int dest, int tag,
+      long... shape) {
+    return Ops.p2p(false, data, dtype, dest, tag, shape, h -> data);
+  }
+
+  public static Handle<ByteBuffer> irecv(ByteBuffer data, DType dtype, int src, int tag,
+      long... shape) {
+    return Ops.p2p(true, data, dtype, src, tag, shape, h -> data);
+  }
+
   // ---------------------------------------------------------------- glue
 
   private static int topology(int value) {
@@ -284,6 +328,18 @@ public final class Hvd {
   private static <A> Handle<A> broadcastArray(A x, int root) {
     ByteBuffer b = HostArray.toDirect(x);
     return Ops.broadcast(null, b, HostArray.dtypeOf(x), root, null, h -> {
+      HostArray.copyInto(b, x);
+      return x;
+    });
+  }
+
+  private static <A> Handle<A> sendArray(A x, int dest, int tag) {
+    return Ops.p2p(false, HostArray.toDirect(x), HostArray.dtypeOf(x), dest, tag, null, h -> x);
+  }
+
+  private static <A> Handle<A> recvArray(A x, int src, int tag) {
+    ByteBuffer b = HostArray.toDirect(x);
+    return Ops.p2p(true, b, HostArray.dtypeOf(x), src, tag, null, h -> {
       HostArray.copyInto(b, x);
       return x;
     });

@@ -94,6 +94,17 @@ final class Ops {
             t.bits, op.code, 0, h);
     HvdException.check(st);
     return new Handle<>(h[0], fin, scratch, view, len);
+  /** Point to point: sends {@code data} to rank {@code peer}, or receives into it. */
+  static <T> Handle<T> p2p(boolean recv, ByteBuffer data, DType t, int peer, int tag,
+      long[] shape, Handle.Finisher<T> fin) {
+    long[] s = shapeOf(data, t, shape);
+    ByteBuffer view = view(data, s, t, recv);
+    ByteBuffer scratch = scratch(s.length);
+    long[] h = new long[1];
+    HvdException.check(recv
+        ? HvdNative.hvdj_recv_async(scratch, view, s, s.length, t.code, t.bits, peer, tag, 0, h)
+        : HvdNative.hvdj_send_async(scratch, view, s, s.length, t.code, t.bits, peer, tag, 0, h));
+    return new Handle<>(h[0], fin, scratch, view);
   }
 
   /** Copies an hvd-owned result into a new native-order direct buffer. */
