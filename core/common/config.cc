@@ -165,6 +165,7 @@ Status ParseBackends(Config* c) {
   ParseString("TIMELINE", &c->timeline_path);
   HVD_RETURN_IF_ERROR(ParseBool("TIMELINE_MARK_CYCLES", &c->timeline_mark_cycles));
   HVD_RETURN_IF_ERROR(ParseBool("ELASTIC", &c->elastic));
+  HVD_RETURN_IF_ERROR(ParseDouble("ELASTIC_LIVENESS_SECONDS", 0.0, &c->elastic_liveness_seconds));
   return ParseDouble("ELASTIC_TIMEOUT", 0.001, &c->elastic_timeout_seconds);
 }
 
