@@ -147,9 +147,16 @@ def case_bench(hvdrun, python, model, steps):
         print("model %s: step %.3f s, commit %.3f s, recovery (kill to next completed step) "
               "%.3f s (per survivor %s)" % (model, step_time(workdir), commit, max(rec.values()),
                                             {w: round(t, 3) for w, t in rec.items()}))
+        t0 = kill_time(workdir)
         for line in out.splitlines():
             if line.startswith("hvdrun:"):
                 print("  " + line)
+            # Worker 0's view, relative to the kill: when it saw the failure
+            # and when it had re-formed the world.
+            for what in ("collective failed", "re-initialised"):
+                if line.startswith("[0]<stderr>:") and what in line:
+                    stamp = float(line[len("[0]<stderr>:"):].split()[0])
+                    print("  worker 0: %s at kill %+.3f s" % (what, stamp - t0))
 
 
 def main():

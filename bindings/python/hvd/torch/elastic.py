@@ -126,11 +126,12 @@ class TorchState(ObjectState):
         for name, obj in self._torch_objects.items():
             if name in self._saved_torch:
                 saved = self._saved_torch[name]
-                if isinstance(obj, torch.optim.Optimizer):
+                if not isinstance(obj, torch.optim.Optimizer):
+                    obj.load_state_dict(saved)  # copies into the parameters
+                elif not _restore_in_place(obj, saved):
                     # An optimizer keeps the tensors it is given: give it
                     # copies, or its next step would change the commit.
-                    saved = copy.deepcopy(saved)
-                obj.load_state_dict(saved)
+                    obj.load_state_dict(copy.deepcopy(saved))
             if isinstance(obj, torch.optim.Optimizer):
                 _forget_pending_gradients(obj)
         super().restore()
@@ -155,6 +156,33 @@ class TorchState(ObjectState):
         super()._broadcast_state()
         # Every rank now holds rank 0's state: that is the new commit.
         self._save_torch()
+
+
+def _restore_in_place(optimizer, saved):
+    """Copy the saved optimizer state into the optimizer's own tensors (no
+    allocation) when it has the same layout; False when it has not (then
+    load_state_dict must rebuild it)."""
+    live = optimizer.state_dict()["state"]  # its entries are the optimizer's own dicts
+    if set(live) != set(saved["state"]) or len(optimizer.param_groups) != len(
+            saved["param_groups"]):
+        return False
+    for idx, entry in saved["state"].items():
+        if set(live[idx]) != set(entry):
+            return False
+    for idx, entry in saved["state"].items():
+        target = live[idx]
+        for key, value in entry.items():
+            old = target[key]
+            if (isinstance(value, torch.Tensor) and isinstance(old, torch.Tensor)
+                    and old.shape == value.shape and old.dtype == value.dtype):
+                old.copy_(value)
+            else:
+                target[key] = copy.deepcopy(value)
+    for group, saved_group in zip(optimizer.param_groups, saved["param_groups"]):
+        for key, value in saved_group.items():
+            if key != "params":
+                group[key] = copy.deepcopy(value)
+    return True
 
 
 def _copy_into(dst, src):
