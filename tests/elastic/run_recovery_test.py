@@ -95,7 +95,7 @@ def reference(steps):
 
 def case_fault(hvdrun, python, phase):
     steps = 40
-    extra = {"HVD_ELASTIC_LIVENESS_SECONDS": "1"} if phase == "stall" else {}
+    extra = {"HVD_ELASTIC_LIVENESS_SECONDS": "2"} if phase == "stall" else {}
     with tempfile.TemporaryDirectory() as workdir:
         out = run_job(hvdrun, python, workdir, "small", steps, phase, extra)
         survivors, replacement = [0, 2, 3], 4
