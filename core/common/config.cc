@@ -171,6 +171,7 @@ Status ParseBackends(Config* c) {
   ParseString("FLIGHT_RECORDER_DIR", &c->flight_recorder_dir);
   HVD_RETURN_IF_ERROR(ParseBool("TIMELINE_MARK_CYCLES", &c->timeline_mark_cycles));
   HVD_RETURN_IF_ERROR(ParseBool("ELASTIC", &c->elastic));
+  HVD_RETURN_IF_ERROR(ParseDouble("ELASTIC_LIVENESS_SECONDS", 0.0, &c->elastic_liveness_seconds));
   return ParseDouble("ELASTIC_TIMEOUT", 0.001, &c->elastic_timeout_seconds);
 }
 

@@ -98,6 +98,9 @@ struct Config {
   double gpu_timeout_seconds = 600.0;  // a GPU collective's wait; 0: no limit
   bool elastic = false;
   double elastic_timeout_seconds = 600.0;  // waiting for the launcher's next round
+  // HVD_ELASTIC_LIVENESS_SECONDS: an elastic worker whose heartbeat (every
+  // liveness/5 s, within 0.1-1 s) stops this long is killed by hvdrun; 0: off.
+  double elastic_liveness_seconds = 5.0;
 
   // Rank/size, host, rendezvous store... as the launcher set them.
   LaunchEnv launch;

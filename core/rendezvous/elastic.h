@@ -28,9 +28,17 @@ struct Assignment {
 // (HVD_WORKER_ID) in it. When this worker already joined a round, it first
 // asks the launcher for a new one (a failure the launcher cannot see, e.g. a
 // timeout, must not leave the workers waiting for a round that never comes).
-// Remembers the round.
+// Remembers the round. A worker waiting for its first round first marks
+// itself ready (the launcher adds replacements only once they are); every
+// worker counts itself in the round's joined counter once it has its place.
 Status JoinNextRound(KVClient* client, const std::string& worker_id, double timeout_seconds,
                      Assignment* out);
+
+// Starts (once per process) a thread that bumps this worker's heartbeat
+// key in the store every liveness/5 s (clamped to 0.1-1 s), so hvdrun can
+// tell a stopped or frozen worker from a slow one. liveness 0: no heartbeat.
+Status StartHeartbeat(const RendezvousEndpoint& store, const std::string& worker_id,
+                      double liveness_seconds);
 
 // The round joined by the last successful JoinNextRound; -1 before.
 int64_t CurrentRound();

@@ -6,6 +6,10 @@
 //   elastic/<n>/worker/<id>           "rank size local_rank local_size cross_rank cross_size"
 //   elastic/<n>/published             set once every assignment of round n is written
 //   elastic/<n>/reset                 counter: workers of round n that asked for a new round
+//   elastic/<n>/joined                counter: workers that read their place in round n
+//   elastic/ready/<id>                set by a worker waiting for its first round: the
+//                                     launcher adds a replacement only once it is ready
+//   elastic/heartbeat/<id>            a counter the worker bumps every heartbeat
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,16 @@ inline std::string PublishedKey(int64_t round) {
 }
 inline std::string ResetKey(int64_t round) {
   return RoundPrefix(round) + "reset";
+}
+
+inline std::string JoinedKey(int64_t round) {
+  return RoundPrefix(round) + "joined";
+}
+inline std::string ReadyKey(const std::string& worker_id) {
+  return "elastic/ready/" + worker_id;
+}
+inline std::string HeartbeatKey(const std::string& worker_id) {
+  return "elastic/heartbeat/" + worker_id;
 }
 
 }  // namespace elastic

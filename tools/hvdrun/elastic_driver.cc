@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
@@ -45,6 +46,11 @@ struct Worker : ChildWithOutput {
   std::string host;
   bool exited = false;
   bool removed = false;  // stopped by the driver: its exit is not a failure
+  // Started after the first round: joins a round only once it waits for one
+  // (its framework imported), so the survivors never wait for it to start.
+  bool ready = true;
+  int64_t heartbeat = 0;  // the last value seen in its heartbeat key
+  Deadline silent_until = Deadline::Never();
 };
 
 struct HostHealth {
@@ -72,9 +78,13 @@ class Driver {
   void SpawnWorkers();
   void Spawn(const std::string& host);
   void UpdateRound();
+  void CheckReadiness();
+  void StopNonMembers();
+  void CheckHeartbeats();
+  bool RoundFullyJoined();
+  std::vector<LiveWorker> Eligible() const;
   void CheckResetRequests();
   void Publish(const std::vector<LiveWorker>& live);
-  std::vector<LiveWorker> Live() const;
   void Stop(int code, const std::string& why);
   void SignalAll(int sig);
   void Failure(const std::string& host);
@@ -101,14 +111,66 @@ class Driver {
   Deadline kill_deadline_ = Deadline::Never();
   Deadline below_min_ = Deadline::Never();
   Deadline reset_ = Deadline::Never();
+  double liveness_seconds_ = 5.0;  // HVD_ELASTIC_LIVENESS_SECONDS; 0: off
 };
 
-std::vector<LiveWorker> Driver::Live() const {
+std::vector<LiveWorker> Driver::Eligible() const {
   std::vector<LiveWorker> live;
   for (const auto& w : workers_) {
-    if (!w->exited && !w->removed) live.push_back({w->id, w->host});
+    if (!w->exited && !w->removed && w->ready) live.push_back({w->id, w->host});
   }
   return live;
+}
+
+// Training is over: a replacement still waiting for its first round would
+// wait for HVD_ELASTIC_TIMEOUT. It holds no state; stop it.
+void Driver::StopNonMembers() {
+  for (auto& w : workers_) {
+    if (w->exited || w->removed || rank_of_.count(w->id)) continue;
+    if (opt_.verbose) std::fprintf(stderr, "hvdrun: stopping worker %d (in no round)\n", w->id);
+    w->removed = true;
+    w->proc.Signal(SIGTERM);
+  }
+}
+
+void Driver::CheckReadiness() {
+  for (auto& w : workers_) {
+    if (w->exited || w->removed || w->ready) continue;
+    std::string ignored;
+    w->ready = client_->Get(elastic::ReadyKey(std::to_string(w->id)), 0, &ignored).ok();
+  }
+}
+
+// A worker whose heartbeat stopped for the liveness interval is stopped or
+// frozen: its TCP connections stay open, so the survivors would wait for it
+// until a deadline. Killing it turns the stall into a loss they see at once.
+void Driver::CheckHeartbeats() {
+  if (liveness_seconds_ <= 0) return;
+  for (auto& w : workers_) {
+    if (w->exited || w->removed) continue;
+    int64_t beat = 0;
+    if (!client_->Add(elastic::HeartbeatKey(std::to_string(w->id)), 0, &beat).ok()) return;
+    if (beat != w->heartbeat) {
+      w->heartbeat = beat;
+      w->silent_until = Deadline::After(liveness_seconds_);
+    } else if (beat > 0 && w->silent_until.Expired()) {
+      std::fprintf(stderr,
+                   "hvdrun: worker %d on host %s sent no heartbeat for %g s "
+                   "(HVD_ELASTIC_LIVENESS_SECONDS; stopped or hung); killing it\n",
+                   w->id, w->host.c_str(), liveness_seconds_);
+      w->proc.Signal(SIGKILL);
+      w->silent_until = Deadline::Never();
+    }
+  }
+}
+
+// Whether every member of the current round has read its place: a growing
+// round published earlier would leave members building the old world alone.
+bool Driver::RoundFullyJoined() {
+  if (round_ < 0) return true;
+  int64_t joined = 0;
+  if (!client_->Add(elastic::JoinedKey(round_), 0, &joined).ok()) return false;
+  return joined >= static_cast<int64_t>(members_.size());
 }
 
 void Driver::SignalAll(int sig) {
@@ -146,7 +208,10 @@ void Driver::OnExit(Worker* w) {
     if (opt_.verbose) std::fprintf(stderr, "hvdrun: %s\n", who.c_str());
     // The first clean exit means training is over: no more rounds or
     // workers, the others are expected to finish too.
-    if (!stopping_ && !w->removed) finishing_ = true;
+    if (!stopping_ && !w->removed && !finishing_) {
+      finishing_ = true;
+      StopNonMembers();
+    }
     return;
   }
   if (finishing_) {
@@ -221,6 +286,7 @@ void Driver::Spawn(const std::string& host) {
   vars.emplace_back("HVD_WORKER_ID", std::to_string(id));
   vars.emplace_back("HVD_ELASTIC_TIMEOUT", timeout);
   auto w = std::make_unique<Worker>(id, host);
+  w->ready = round_ < 0;
   std::vector<std::string> argv, env;
   if (IsLocalHost(host)) {
     argv = opt_.command;
@@ -304,11 +370,15 @@ void Driver::Publish(const std::vector<LiveWorker>& live) {
 }
 
 void Driver::UpdateRound() {
-  std::vector<LiveWorker> live = Live();
+  std::vector<LiveWorker> live = Eligible();
   std::vector<int> ids;
   for (const auto& w : live) ids.push_back(w.id);
   std::sort(ids.begin(), ids.end());
   if (ids == members_) return;
+  // Losing a member: publish the survivors' round at once (they shrink and
+  // go on). Only adding workers: wait until the current round is joined.
+  const bool lost = !std::includes(ids.begin(), ids.end(), members_.begin(), members_.end());
+  if (!lost && !RoundFullyJoined()) return;
   if (static_cast<int>(live.size()) >= opt_.min_np) {
     below_min_ = Deadline::Never();
     Publish(live);
@@ -344,7 +414,7 @@ void Driver::CheckResetRequests() {
                  "hvdrun: workers of round %lld failed without any worker exiting; "
                  "starting a new round\n",
                  static_cast<long long>(round_));
-    Publish(Live());
+    Publish(Eligible());
   }
 }
 
@@ -358,6 +428,12 @@ int Driver::Run() {
                  s.message().c_str());
     return 1;
   }
+  for (const auto& kv : job_.environment) {
+    const std::string name = "HVD_ELASTIC_LIVENESS_SECONDS=";
+    if (kv.compare(0, name.size(), name) == 0) {
+      liveness_seconds_ = std::atof(kv.c_str() + name.size());
+    }
+  }
   Deadline drain = Deadline::Never();
   OutputPoll poll;
   while (true) {
@@ -368,6 +444,8 @@ int Driver::Run() {
         RemoveWorkersOfVanishedHosts();
       }
       SpawnWorkers();
+      CheckReadiness();
+      CheckHeartbeats();
       UpdateRound();
       if (!stopping_) CheckResetRequests();
     }

@@ -3,7 +3,10 @@
 // changes. It discovers hosts every second, starts one worker per free slot
 // (up to --max-np), and publishes numbered rounds in the rendezvous store
 // (core/rendezvous/elastic_keys.h) whenever the set of live workers changes; workers
-// join a round at hvd_init. See docs/elastic.md.
+// join a round at hvd_init. A round that loses a worker is published at once
+// with the survivors; workers started later are added once they are ready
+// and the current round is joined; a worker whose store heartbeat stops for
+// HVD_ELASTIC_LIVENESS_SECONDS is killed. See docs/elastic.md.
 #pragma once
 
 #include <string>

@@ -147,6 +147,8 @@ Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
     rank = a.rank;
     size = a.size;
     round = a.round;
+    HVD_RETURN_IF_ERROR(elastic::StartHeartbeat(endpoint, config.launch.worker_id,
+                                                config.elastic_liveness_seconds));
   }
   auto store = std::make_shared<gloo_backend::KVStore>(std::move(client), shared->timeout);
   std::string prefix;

@@ -22,19 +22,32 @@ def _reinit():
     basics.init()
 
 
-def run(func):
+def run(func=None, *, resume="commit"):
     """Decorator: ``func(state, *args, **kwargs)`` is retried until it
     returns. Before each attempt the state is synced from rank 0 (initialising
-    hvd first if needed). On a lost peer the state is restored to its last
-    commit; on HostsUpdatedInterrupt it is kept. Either way hvd is shut down
-    and re-initialised (joining the launcher's next round) and the state's
-    reset callbacks run. Other exceptions propagate."""
+    hvd first if needed; nothing is sent when every rank already holds the
+    same commit). On a lost peer hvd is shut down and re-initialised in
+    place (the survivors form the launcher's next, smaller round; no process
+    restarts) and the state goes back to its last commit; on
+    HostsUpdatedInterrupt it is kept. Either way the state's reset callbacks
+    run. Other exceptions propagate.
+
+    resume="current" (opt-in, use as ``@hvd.elastic.run(resume="current")``):
+    after a lost peer, keep the current state instead of the last commit
+    when every survivor holds exactly the same one (a failure in a
+    collective before any rank applied the step's update); otherwise the
+    last commit as usual."""
+    if resume not in ("commit", "current"):
+        raise ValueError("hvd.elastic.run: resume must be 'commit' or 'current', not %r" % (resume,))
+    if func is None:
+        return lambda f: run(f, resume=resume)
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         if not basics.is_initialized():
             basics.init()
         reset_needed = False
+        agree = False  # resume="current": compare the survivors' states first
         while True:
             if reset_needed:
                 try:
@@ -46,13 +59,20 @@ def run(func):
                     continue
                 state.on_reset()
             try:
+                if agree:
+                    agree = False
+                    if state.keep_current_if_agreed():
+                        _log.info("every survivor holds the same state; going on from it")
                 state.sync()
                 return func(state, *args, **kwargs)
             except HostsUpdatedInterrupt:
                 _log.info("workers changed; re-forming the job")
             except _RECOVERABLE as exc:
-                _log.warning("collective failed (%s); restoring the last commit", exc)
-                state.restore()
+                _log.warning("collective failed (%s); re-forming the job", exc)
+                if resume == "current":
+                    agree = True
+                else:
+                    state.restore()
             reset_needed = True
 
     return wrapper

@@ -2,12 +2,15 @@
 
 commit() keeps a copy of the state in memory (on every rank); after a
 failure the survivors restore() that copy, and sync() makes every rank,
-including workers that just joined, equal to rank 0.
+including workers that just joined, equal to rank 0. Every rank counts its
+commits since the last sync; when all ranks of the new world hold the same
+commit (survivors of a failure), sync() broadcasts nothing.
 """
 import copy
+import zlib
 
 from ..basics import rank
-from ..objects import broadcast_object
+from ..objects import allgather_object, broadcast_object
 from ._worker import HostsUpdatedInterrupt, enabled, hosts_updated
 
 
@@ -16,6 +19,9 @@ class State:
 
     def __init__(self):
         self._reset_callbacks = []
+        # Commits since the first sync; None before it (a new worker's state
+        # is nobody's commit).
+        self._commit_id = None
 
     def register_reset_callbacks(self, callbacks):
         """Functions called (no arguments) after every re-initialisation, when
@@ -58,6 +64,40 @@ class State:
     def sync(self):
         raise NotImplementedError
 
+    def fingerprint(self):
+        """A checksum of the current (not the committed) state, used by
+        hvd.elastic.run(resume="current") to see whether every survivor
+        holds the same state. Subclasses fold in what they keep."""
+        return 0
+
+    def _counted_save(self):
+        if self._commit_id is not None:
+            self._commit_id += 1
+
+    def _need_broadcast(self):
+        """Whether sync() must broadcast: False when every rank holds the
+        same commit (survivors that restored it), True otherwise (a new
+        worker, the first sync, or a failure inside commit() that some
+        ranks completed and others not)."""
+        ids = allgather_object(self._commit_id, name="hvd.elastic.commit_id")
+        return ids[0] is None or any(i != ids[0] for i in ids)
+
+    def keep_current_if_agreed(self):
+        """For resume="current": keep the current state when every rank that
+        was in the job before holds the same one (no update half applied);
+        else restore the last commit. Returns True when kept."""
+        mine = (self._commit_id, self.fingerprint() if self._commit_id is not None else None)
+        views = allgather_object(mine, name="hvd.elastic.fingerprint")
+        known = [v for v in views if v[0] is not None]
+        kept = bool(known) and all(v[1] == known[0][1] for v in known)
+        if kept and self._commit_id is not None:
+            # The current state becomes everybody's next commit.
+            self._commit_id = max(v[0] for v in known)
+            self.save()
+        elif not kept:
+            self.restore()
+        return kept
+
 
 class ObjectState(State):
     """Picklable values as attributes: ObjectState(epoch=0, batch=0, w=array).
@@ -78,11 +118,24 @@ class ObjectState(State):
 
     def save(self):
         self._saved_state = copy.deepcopy(self._values())
+        self._counted_save()
 
     def restore(self):
         self._restore_values()
 
+    def fingerprint(self):
+        import pickle
+        return zlib.crc32(pickle.dumps(self._values()))
+
     def sync(self):
+        if not self._need_broadcast():
+            return
+        self._broadcast_state()
+        self._commit_id = broadcast_object(self._commit_id or 0, root_rank=0,
+                                           name="hvd.elastic.commit_id")
+
+    def _broadcast_state(self):
+        """Make every rank equal to rank 0's last commit."""
         if self._names:
             self._saved_state = broadcast_object(self._saved_state, root_rank=0,
                                                  name="hvd.elastic.object_state")

@@ -6,14 +6,17 @@
 
 TorchState keeps torch objects by their state_dict: every torch.nn.Module,
 torch.optim.Optimizer and ElasticSampler among its arguments. save() copies
-their state_dicts in memory, restore() loads the copies back, sync() makes
-every rank equal to rank 0 (broadcast_parameters, broadcast_optimizer_state,
-the sampler's position by broadcast_object). Other arguments are pickled
+their state_dicts in memory (into buffers kept from the previous save, so a
+commit is one memcpy of the state, no allocation), restore() loads the
+copies back, sync() makes every rank equal to rank 0 (broadcast_parameters,
+broadcast_optimizer_state, the sampler's position by broadcast_object) when
+the ranks do not already hold the same commit. Other arguments are pickled
 values, as in ObjectState.
 """
 import copy
 import math
 import random
+import zlib
 
 import torch
 
@@ -111,19 +114,35 @@ class TorchState(ObjectState):
         super().__setattr__(name, value)
 
     def save(self):
-        self._saved_torch = {name: copy.deepcopy(obj.state_dict())
-                             for name, obj in self._torch_objects.items()}
+        self._save_torch()
         super().save()
+
+    def _save_torch(self):
+        saved = self._saved_torch
+        self._saved_torch = {name: _copy_into(saved.get(name), obj.state_dict())
+                             for name, obj in self._torch_objects.items()}
 
     def restore(self):
         for name, obj in self._torch_objects.items():
             if name in self._saved_torch:
-                obj.load_state_dict(self._saved_torch[name])
+                saved = self._saved_torch[name]
+                if not isinstance(obj, torch.optim.Optimizer):
+                    obj.load_state_dict(saved)  # copies into the parameters
+                elif not _restore_in_place(obj, saved):
+                    # An optimizer keeps the tensors it is given: give it
+                    # copies, or its next step would change the commit.
+                    obj.load_state_dict(copy.deepcopy(saved))
             if isinstance(obj, torch.optim.Optimizer):
                 _forget_pending_gradients(obj)
         super().restore()
 
-    def sync(self):
+    def fingerprint(self):
+        crc = super().fingerprint()
+        for _, obj in sorted(self._torch_objects.items()):
+            crc = _crc_of(obj.state_dict(), crc)
+        return crc
+
+    def _broadcast_state(self):
         # Sorted by name: every rank broadcasts in the same order.
         for name, obj in sorted(self._torch_objects.items()):
             if isinstance(obj, torch.nn.Module):
@@ -134,9 +153,68 @@ class TorchState(ObjectState):
             else:
                 obj.load_state_dict(broadcast_object(obj.state_dict(), root_rank=0,
                                                      name="hvd.elastic.sampler." + name))
-        super().sync()
+        super()._broadcast_state()
         # Every rank now holds rank 0's state: that is the new commit.
-        self.save()
+        self._save_torch()
+
+
+def _restore_in_place(optimizer, saved):
+    """Copy the saved optimizer state into the optimizer's own tensors (no
+    allocation) when it has the same layout; False when it has not (then
+    load_state_dict must rebuild it)."""
+    live = optimizer.state_dict()["state"]  # its entries are the optimizer's own dicts
+    if set(live) != set(saved["state"]) or len(optimizer.param_groups) != len(
+            saved["param_groups"]):
+        return False
+    for idx, entry in saved["state"].items():
+        if set(live[idx]) != set(entry):
+            return False
+    for idx, entry in saved["state"].items():
+        target = live[idx]
+        for key, value in entry.items():
+            old = target[key]
+            if (isinstance(value, torch.Tensor) and isinstance(old, torch.Tensor)
+                    and old.shape == value.shape and old.dtype == value.dtype):
+                old.copy_(value)
+            else:
+                target[key] = copy.deepcopy(value)
+    for group, saved_group in zip(optimizer.param_groups, saved["param_groups"]):
+        for key, value in saved_group.items():
+            if key != "params":
+                group[key] = copy.deepcopy(value)
+    return True
+
+
+def _copy_into(dst, src):
+    """A copy of the state_dict `src`, reusing the tensors of `dst` (an
+    earlier copy) where shapes and types match."""
+    if isinstance(src, torch.Tensor):
+        if (isinstance(dst, torch.Tensor) and dst.shape == src.shape and dst.dtype == src.dtype
+                and dst.device == src.device):
+            return dst.copy_(src)
+        return src.detach().clone()
+    if isinstance(src, dict):
+        dst = dst if isinstance(dst, dict) else {}
+        return {k: _copy_into(dst.get(k), v) for k, v in src.items()}
+    if isinstance(src, (list, tuple)):
+        dst = dst if isinstance(dst, type(src)) and len(dst) == len(src) else [None] * len(src)
+        return type(src)(_copy_into(d, v) for d, v in zip(dst, src))
+    return copy.deepcopy(src)
+
+
+def _crc_of(value, crc):
+    if isinstance(value, torch.Tensor):
+        t = value.detach().contiguous().cpu()
+        return zlib.crc32(t.view(-1).view(torch.uint8).numpy().data, crc) if t.numel() else crc
+    if isinstance(value, dict):
+        for k in sorted(value, key=repr):
+            crc = _crc_of(value[k], zlib.crc32(repr(k).encode(), crc))
+        return crc
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            crc = _crc_of(v, crc)
+        return crc
+    return zlib.crc32(repr(value).encode(), crc)
 
 
 def _forget_pending_gradients(optimizer):
