@@ -13,12 +13,12 @@
 // final ones (raw float32 of each parameter in order, as the Python script's
 // --save-init and --save do).
 #include <hvd/hvd.h>
-#include <hvd/torch.hpp>
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <hvd/torch.hpp>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -82,7 +82,9 @@ Data load_data(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
-    if (line.size() != 65) throw std::runtime_error(path + ": a line of " + std::to_string(line.size()) + " characters, not 65");
+    if (line.size() != 65)
+      throw std::runtime_error(path + ": a line of " + std::to_string(line.size()) +
+                               " characters, not 65");
     labels.push_back(line[0] - '0');
     for (std::size_t i = 1; i < line.size(); ++i) {
       const char c = line[i];
@@ -166,7 +168,12 @@ int train(const Args& args) {
     model->eval();
     {
       torch::NoGradGuard no_grad;
-      accuracy = model->forward(data.x_test).argmax(1).eq(data.y_test).to(torch::kFloat64).mean().item<double>();
+      accuracy = model->forward(data.x_test)
+                     .argmax(1)
+                     .eq(data.y_test)
+                     .to(torch::kFloat64)
+                     .mean()
+                     .item<double>();
     }
     if (rank == 0) {
       std::printf("epoch %2d  loss %.4f  held-out accuracy %.4f\n", epoch + 1, mean_loss, accuracy);
@@ -179,7 +186,8 @@ int train(const Args& args) {
   torch::Tensor acc = torch::full({1}, accuracy, torch::kFloat64);
   accuracy = hvd::torch::broadcast_(acc, 0, "final_accuracy").item<double>();
   if (rank == 0) {
-    std::printf("final held-out accuracy %.4f (target %.2f, %d ranks)\n", accuracy, args.target, size);
+    std::printf("final held-out accuracy %.4f (target %.2f, %d ranks)\n", accuracy, args.target,
+                size);
     std::fflush(stdout);
   }
   return accuracy >= args.target ? 0 : 1;

@@ -19,7 +19,7 @@
 
 #include <ATen/DLConvertor.h>
 #include <hvd/hvd.h>
-#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
@@ -105,8 +105,8 @@ class Pending {
     hvd_release(std::exchange(handle_, 0));
     tensor_.reset();
     if (status != HVD_OK) {
-      throw Error(status, "hvd: " + what_ + " failed on rank " + std::to_string(hvd_rank()) +
-                              ": " + hvd_status_string(status) + ": " + message);
+      throw Error(status, "hvd: " + what_ + " failed on rank " + std::to_string(hvd_rank()) + ": " +
+                              hvd_status_string(status) + ": " + message);
     }
   }
 
@@ -128,9 +128,9 @@ inline Pending allreduce_async_(const at::Tensor& tensor, const std::string& nam
                                 hvd_reduce_op op = HVD_OP_AVERAGE) {
   detail::DLPackPtr dl = detail::to_dlpack(tensor, name);
   hvd_handle handle = 0;
-  detail::check(hvd_allreduce_async(name.c_str(), &dl->dl_tensor, &dl->dl_tensor, op, nullptr,
-                                    &handle),
-                "allreduce of '" + name + "'");
+  detail::check(
+      hvd_allreduce_async(name.c_str(), &dl->dl_tensor, &dl->dl_tensor, op, nullptr, &handle),
+      "allreduce of '" + name + "'");
   return Pending(handle, std::move(dl), "allreduce of '" + name + "'");
 }
 
