@@ -230,6 +230,14 @@ class DistributedOptimizer {
 
   void zero_grad() { optimizer_.zero_grad(); }
 
+  /// How many gradients' allreduces have been started since the last step.
+  std::size_t started() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    std::size_t n = 0;
+    for (const Param& param : state_->params) n += param.pending.valid() ? 1 : 0;
+    return n;
+  }
+
   ::torch::optim::Optimizer& optimizer() noexcept { return optimizer_; }
 
  private:
@@ -239,7 +247,7 @@ class DistributedOptimizer {
     Pending pending;
   };
   struct State {
-    std::mutex mutex;  // autograd may run hooks on its own threads
+    mutable std::mutex mutex;  // autograd may run hooks on its own threads
     std::vector<Param> params;
     hvd_reduce_op op = HVD_OP_AVERAGE;
     bool active = true;
