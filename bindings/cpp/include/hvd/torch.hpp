@@ -177,8 +177,9 @@ inline void broadcast_parameters(const ::torch::nn::Module& module, int root) {
 /// Wraps a torch::optim optimizer: the gradient of every named parameter is
 /// allreduced with `op` (average by default) as soon as backward() has
 /// accumulated it, and step() waits for all of them before the wrapped
-/// optimizer's step. One backward pass per step; a parameter that received
-/// no gradient contributes zeros, so every rank reduces the same tensors.
+/// optimizer's step. One backward pass per step (so not LBFGS, whose step
+/// closure runs backward again); a parameter that received no gradient
+/// contributes zeros, so every rank reduces the same tensors.
 /// The optimizer and the parameters must outlive this object.
 class DistributedOptimizer {
  public:
