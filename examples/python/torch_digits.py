@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 import torch
+
 import hvd.torch as hvd
 
 

@@ -17,6 +17,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hvd-torch-digits.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 data=$src/examples/data/digits.txt
 
+echo "== examples/data/digits.txt is what export_digits.py writes from scikit-learn"
+"$python" "$src/examples/data/export_digits.py" "$work/digits.txt"
+cmp "$work/digits.txt" "$data"
+
 echo "== Python: examples/python/torch_digits.py, $epochs epochs"
 "${launch[@]}" "$python" "$src/examples/python/torch_digits.py" --data "$data" \
   --epochs "$epochs" --target 0 --save-init "$work/init.bin" --save "$work/python.bin"
