@@ -1,7 +1,7 @@
 # Debian packages: `cpack -G DEB` in a build tree writes one .deb per install
 # component (docs/install.md):
 #   lib    -> libhvd1      libhvd.so.1 (+ the SONAME link)
-#   dev    -> libhvd-dev   hvd.h, libhvd.so, CMake package, hvd.pc, hvd.cdef, Julia package
+#   dev    -> libhvd-dev   hvd.h, torch.hpp, libhvd.so, CMake package, hvd.pc, hvd.cdef, Julia package
 #   tools  -> hvd-tools    hvdrun, hvd_timeline
 #   python -> python3-hvd  the Python package
 #   java   -> libhvd-java  hvd.jar, libhvd_jni.so
@@ -51,7 +51,8 @@ set(CPACK_COMPONENT_LIB_DESCRIPTION "${summary} - library\n${long}\nThis package
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libhvd-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${hvd_lib_package} (= ${hvd_deb_version}), libdlpack-dev")
-set(CPACK_COMPONENT_DEV_DESCRIPTION "${summary} - development files\n${long}\nThis package holds the header hvd/hvd.h, the CMake package (find_package(hvd)), the pkg-config file, cffi declarations (hvd.cdef) and the Julia package Hvd.")
+set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libtorch-dev")
+set(CPACK_COMPONENT_DEV_DESCRIPTION "${summary} - development files\n${long}\nThis package holds the headers hvd/hvd.h and hvd/torch.hpp (for LibTorch programs), the CMake package (find_package(hvd)), the pkg-config file, cffi declarations (hvd.cdef) and the Julia package Hvd.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME hvd-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)

@@ -9,13 +9,18 @@ on its own shard of each epoch's batches; DistributedOptimizer averages the
 gradients, so all ranks keep identical weights. Rank 0 prints the loss and
 held-out accuracy per epoch; the exit status is non-zero on every rank if
 the final accuracy is below --target.
+
+--data examples/data/digits.txt reads the same images from the file that the
+C++ twin (examples/cpp/torch_digits.cc) uses; --save-init and --save write
+the weights after the broadcast and after training (raw float32, parameter
+by parameter), and --init reads such a file: with them tests/cpp checks that
+both programs train to the same weights.
 """
 import argparse
 import sys
 
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
 
 import hvd.torch as hvd
 
@@ -27,15 +32,32 @@ def parse_args():
     p.add_argument("--lr", type=float, default=0.05, help="per rank; scaled by size")
     p.add_argument("--target", type=float, default=0.95, help="minimum held-out accuracy")
     p.add_argument("--fp16-allreduce", action="store_true")
+    p.add_argument("--data", help="digits.txt instead of scikit-learn's copy")
+    p.add_argument("--init", help="start from these weights")
+    p.add_argument("--save-init", help="rank 0 writes the initial weights here")
+    p.add_argument("--save", help="rank 0 writes the final weights here")
     return p.parse_args()
 
 
-def load_data():
+def read_digits(path):
+    """examples/data/digits.txt: a label and 64 pixels (0..16 as 0-9a-g) per line."""
+    with open(path, encoding="ascii") as f:
+        rows = [line.strip() for line in f if not line.startswith("#") and line.strip()]
+    data = np.array([[int(c, 17) for c in row[1:]] for row in rows], dtype=np.float64)
+    return data, np.array([int(row[0]) for row in rows])
+
+
+def load_data(path=None):
     """Bundled with scikit-learn, no download: 1797 8x8 images. The same
     fixed split on every rank; 20% held out."""
-    digits = load_digits()
-    x = torch.tensor(digits.data / 16.0, dtype=torch.float32)
-    y = torch.tensor(digits.target, dtype=torch.int64)
+    if path:
+        data, target = read_digits(path)
+    else:
+        from sklearn.datasets import load_digits
+        digits = load_digits()
+        data, target = digits.data, digits.target
+    x = torch.tensor(data / 16.0, dtype=torch.float32)
+    y = torch.tensor(target, dtype=torch.int64)
     order = torch.randperm(len(x), generator=torch.Generator().manual_seed(0))
     n_test = len(x) // 5
     test, train = order[:n_test], order[n_test:]
@@ -47,15 +69,29 @@ def make_model():
                                torch.nn.Linear(128, 10))
 
 
+def save_weights(model, path):
+    torch.nn.utils.parameters_to_vector(model.parameters()).detach().numpy().tofile(path)
+
+
 def main():
     args = parse_args()
     torch.set_num_threads(1)  # ranks share the cores
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
 
-    x_train, y_train, x_test, y_test = load_data()
+    x_train, y_train, x_test, y_test = load_data(args.data)
     torch.manual_seed(rank)  # deliberately different; broadcast below fixes it
     model = make_model()
+    if args.init:
+        weights = torch.from_numpy(np.fromfile(args.init, dtype=np.float32))
+        if weights.numel() != sum(p.numel() for p in model.parameters()):
+            raise SystemExit("%s does not hold this model's %d weights"
+                             % (args.init, sum(p.numel() for p in model.parameters())))
+        with torch.no_grad():
+            offset = 0
+            for p in model.parameters():
+                p.copy_(weights[offset:offset + p.numel()].view_as(p))
+                offset += p.numel()
     # Linear scaling: the global batch is size times bigger.
     opt = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=0.9)
     opt = hvd.DistributedOptimizer(
@@ -63,6 +99,8 @@ def main():
         compression=hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(opt, root_rank=0)
+    if args.save_init and rank == 0:
+        save_weights(model, args.save_init)
 
     # Equal batch counts on all ranks (a rank with an extra batch would wait
     # for the others in its allreduce).
@@ -88,6 +126,9 @@ def main():
         if rank == 0:
             print("epoch %2d  loss %.4f  held-out accuracy %.4f" % (epoch + 1, mean_loss, accuracy),
                   flush=True)
+
+    if args.save and rank == 0:
+        save_weights(model, args.save)
 
     # Every rank decides on rank 0's number, so all exit the same way.
     accuracy = hvd.broadcast_object(accuracy, root_rank=0)

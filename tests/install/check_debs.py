@@ -122,7 +122,7 @@ try:
               "libhvd1's shlibs file is wrong")
     postinst = os.path.join(lib_control, "postinst")
     check(os.path.isfile(postinst) and "ldconfig" in open(postinst).read(), "libhvd1 does not run ldconfig")
-    for rel in ("include/hvd/hvd.h", libdir + "/cmake/hvd/hvdConfig.cmake",
+    for rel in ("include/hvd/hvd.h", "include/hvd/torch.hpp", libdir + "/cmake/hvd/hvdConfig.cmake",
                 libdir + "/cmake/hvd/hvdConfigVersion.cmake", libdir + "/cmake/hvd/hvdTargets.cmake",
                 libdir + "/pkgconfig/hvd.pc", "share/hvd/hvd.cdef", "share/julia/Hvd/Project.toml",
                 "share/julia/Hvd/src/Hvd.jl", "share/julia/Hvd/src/LibHvd.jl", "share/julia/Hvd/deps/libhvd_dir"):

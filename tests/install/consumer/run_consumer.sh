@@ -4,7 +4,9 @@
 # and CMAKE_PREFIX_PATH set (no LD_LIBRARY_PATH), every program on 2 ranks
 # under the installed hvdrun:
 #   C via find_package(hvd), C via pkg-config, Python (numpy + torch),
-#   the ctypes and cffi examples of docs/ffi.md as written, Java.
+#   the ctypes and cffi examples of docs/ffi.md as written, Java, and
+#   examples/cpp (LibTorch) via find_package(hvd) + find_package(Torch)
+#   when libtorch-dev is installed.
 # Each program checks its exact results per rank.
 #
 #   run_consumer.sh BUILD_DIR PREFIX LIBDIR PYTHONDIR SOURCE_DIR
@@ -54,6 +56,19 @@ if [ -f "$P/share/java/hvd.jar" ]; then
   step "Java against the installed hvd.jar"
   "${user_env[@]}" bash -c 'javac -d java src/Consumer.java'
   "${user_env[@]}" bash -c 'hvdrun -np 2 java -cp "$CLASSPATH:java" Consumer'
+fi
+
+if [ -f /usr/lib/x86_64-linux-gnu/cmake/Torch/TorchConfig.cmake ] ||
+   compgen -G "/usr/lib/*/cmake/Torch/TorchConfig.cmake" >/dev/null; then
+  step "C++ LibTorch example: find_package(hvd) + find_package(Torch), hvd/torch.hpp"
+  test -f "$P/include/hvd/torch.hpp"
+  mkdir -p examples
+  cp -r "$src/examples/cpp" "$src/examples/data" examples/
+  "${user_env[@]}" cmake -S examples/cpp -B cpp-build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  "${user_env[@]}" cmake --build cpp-build >/dev/null
+  "${user_env[@]}" OMP_NUM_THREADS=1 hvdrun -np 2 ./cpp-build/torch_digits --epochs 2 --target 0.8
+else
+  step "C++ LibTorch example skipped: libtorch-dev is not installed"
 fi
 
 step "Julia package points at the installed libhvd"
