@@ -76,10 +76,14 @@ say "building (this takes a while on 2 cores)"
 "$PY" -m pip install --no-deps --no-build-isolation --no-cache-dir -v --target "$DEST" . \
   > "$SRC/build.log" 2>&1 || { tail -40 "$SRC/build.log"; say "FAILED (log: $SRC/build.log)"; exit 1; }
 
-# 4. Check: import, and report what was built in.
+# 4. Check (outside $SRC, whose horovod/ source folder would shadow the install):
+#    what was built in, and one allreduce at np=2 under mpirun and under horovodrun --gloo.
 say "installed into $DEST"
-PYTHONPATH=$DEST "$PY" - <<'PYEOF'
-import horovod, horovod.torch as hvd
-print("horovod", horovod.__version__, "mpi_built", hvd.mpi_built(), "gloo_built", hvd.gloo_built())
-PYEOF
-say "check at np=2: PYTHONPATH=$DEST mpirun --allow-run-as-root --oversubscribe -np 2 $PY -c 'import horovod.torch as hvd; hvd.init(); print(hvd.rank(), hvd.size())'"
+cd /
+CHECK='import horovod.torch as hvd, torch; hvd.init(); t = hvd.allreduce(torch.full((3,), hvd.rank() + 1.0), op=hvd.Sum); assert t.tolist() == [3.0] * 3, t; print("rank", hvd.rank(), "of", hvd.size(), "mpi" if hvd.mpi_enabled() else "gloo", "ok")'
+PYTHONPATH=$DEST "$PY" -c 'import horovod, horovod.torch as hvd; print("horovod", horovod.__version__, "mpi_built", hvd.mpi_built(), "gloo_built", hvd.gloo_built())'
+PYTHONPATH=$DEST mpirun --allow-run-as-root --oversubscribe -np 2 -x PYTHONPATH "$PY" -c "$CHECK"
+if [ "$GLOO_FLAG" = HOROVOD_WITH_GLOO ]; then
+  PYTHONPATH=$DEST "$PY" "$DEST/bin/horovodrun" --gloo -np 2 -H localhost:2 "$PY" -c "$CHECK"
+fi
+say "done: use PYTHONPATH=$DEST (never on the system path: it would shadow hvd's horovod compat package)"

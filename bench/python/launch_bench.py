@@ -255,7 +255,7 @@ def main():
                 f.write(text)
         sys.stdout.write(text)
         print("launch_bench: %s %s, np=%d, init %.1f ms, %d rounds, checks %s" % (
-            args.module, getattr(hvd, "__version__", "") or "", size, init_ms, args.rounds,
+            args.module, getattr(sys.modules[args.module.split(".")[0]], "__version__", ""), size, init_ms, args.rounds,
             "ok" if failed == 0 else "FAILED"), file=sys.stderr)
     hvd.shutdown()
     sys.exit(1 if failed else 0)
