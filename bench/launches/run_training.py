@@ -83,7 +83,8 @@ def hvd_pythonpath(args, tmp):
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reps", type=int, default=3, help="repetitions (default %(default)s)")
+    p.add_argument("--reps", type=int, default=3,
+                   help="repetitions (default %(default)s; 0: only say what each imports)")
     p.add_argument("--variants", default="hvd,horovod,ddp,local")
     p.add_argument("--np", type=int, default=2)
     p.add_argument("--model", default="resnet50")
@@ -117,6 +118,17 @@ def main():
                 "horovod": (args.horovod_install, [example]),
                 "ddp": ("", [ours, "--mode", "ddp"]),
                 "local": ("", [ours, "--mode", "local"])}
+        for v in ("hvd", "horovod"):  # say what `import horovod.torch` loads in each
+            if v in variants:
+                where = subprocess.run(
+                    ["/usr/bin/python3", "-c",
+                     "import horovod.torch as h; print(getattr(h, '__file__', h))"],
+                    env=dict(os.environ, PYTHONPATH=spec[v][0]), cwd="/",
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                if where.returncode != 0:
+                    raise SystemExit("run_training: %s: import horovod.torch fails:\n%s"
+                                     % (v, where.stdout[-2000:]))
+                print("run_training: %s: horovod.torch is %s" % (v, where.stdout.strip()))
         print("run_training: %s, batch %d, np=%d, OMP_NUM_THREADS=%d, %d+%dx%d batches per run;"
               " hvd through the %s" % (args.model, args.batch_size, args.np, args.threads,
                                       args.warmup, args.iters, args.batches, hvd_how))
@@ -146,6 +158,8 @@ def main():
                 print("rep %d %-8s %6.2f img/s (+-%s)  %.0f s" % (rep, v, rate, m.group(3),
                                                                time.time() - t0), flush=True)
 
+    if args.reps < 1:  # --reps 0: only show what each variant imports
+        return 0
     print("\nimg/s, total over %d ranks (ResNet-50 style synthetic benchmark), per run:" % args.np)
     for v in variants:
         r = results[v]
