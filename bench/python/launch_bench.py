@@ -12,8 +12,8 @@ as DDP's bucket views make them), reduced in place. One iteration:
   order, then synchronize() on each (the pattern of WORKLOADS.md);
 - raw MPI, each pattern in place on the same buffer: one Allreduce per
   tensor; one Allreduce over the whole buffer; the buffer in
-  --chunk-bytes pieces (4 MiB, HVD_ALLREDUCE_CHUNK_BYTES's default). The
-  fastest is "best raw MPI".
+  --chunk-bytes pieces (4 MiB, HVD_ALLREDUCE_CHUNK_BYTES's default) and in
+  cache-sized pieces (as hvd_bench). The fastest is "best raw MPI".
 Sets of 1 MiB or more barrier before each iteration. Inputs are rank+1 and
 the first iteration of every implementation is checked exactly (later ones
 keep summing in place: the values grow, the work does not change).
@@ -30,6 +30,8 @@ row whatever the module, so bench/launches/summarize.py reads both), where
 ratio = time / best raw MPI before init.
 """
 import argparse
+import csv
+import io
 import os
 import statistics
 import sys
@@ -111,8 +113,13 @@ class Set:
             off += c
         self.names = ["%s.%d" % (name, i) for i in range(len(self.views))]
         self.align = self.nbytes >= MiB
-        per_chunk = max(1, args.chunk_bytes // 4)
-        self.chunks = [self.flat[o:o + per_chunk] for o in range(0, self.flat.size, per_chunk)]
+        self.chunks = self.pieces(args.chunk_bytes)
+        self.cache_chunks = self.pieces(args.cache_chunk_bytes) \
+            if args.cache_chunk_bytes and args.cache_chunk_bytes != args.chunk_bytes else []
+
+    def pieces(self, nbytes):
+        per = max(1, nbytes // 4)
+        return [self.flat[o:o + per] for o in range(0, self.flat.size, per)]
 
     def reset(self, rank):
         self.buf.fill_(float(rank + 1))
@@ -135,12 +142,28 @@ def raw_patterns(s, comm, MPI):
         for c in s.chunks:
             comm.Allreduce(MPI.IN_PLACE, c, op=MPI.SUM)
 
+    def chunked_cache():
+        for c in s.cache_chunks:
+            comm.Allreduce(MPI.IN_PLACE, c, op=MPI.SUM)
+
     out = {"per tensor": per_tensor}
     if len(s.np_views) > 1:
         out["one call"] = one_call
     if len(s.chunks) > 1:
         out["chunked"] = chunked
+    if len(s.cache_chunks) > 1:
+        out["chunked, cache-sized"] = chunked_cache
     return out
+
+
+def cache_chunk_bytes():
+    """hvd_bench's cache-sized pieces: half the L2 cache, 256 KiB to 4 MiB."""
+    try:
+        l2 = os.sysconf("SC_LEVEL2_CACHE_SIZE")
+    except (ValueError, OSError):
+        l2 = 0
+    l2 = l2 if l2 > 0 else MiB
+    return min(max(l2 // 2, 256 << 10), 4 * MiB)
 
 
 def time_it(s, fn, barrier, rank, size):
@@ -175,7 +198,13 @@ def main():
     p.add_argument("--big-iters", type=int,
                    help="timed iterations for sets over 256 MiB (default: --iters)")
     p.add_argument("--chunk-bytes", type=int,
-                   default=int(os.environ.get("HVD_ALLREDUCE_CHUNK_BYTES", 4 * MiB)))
+                   default=int(os.environ.get("HVD_ALLREDUCE_CHUNK_BYTES", 4 * MiB)),
+                   help="the chunked pattern's pieces (default HVD_ALLREDUCE_CHUNK_BYTES or 4 MiB)")
+    knob = os.environ.get("HVD_ALLREDUCE_CHUNK_BYTES") or \
+        os.environ.get("HOROVOD_ALLREDUCE_CHUNK_BYTES")
+    p.add_argument("--cache-chunk-bytes", type=int, default=0 if knob else cache_chunk_bytes(),
+                   help="also time pieces of this size (default, as hvd_bench: half the L2 "
+                        "cache within 256 KiB..4 MiB, unless the chunk knob is set; 0: off)")
     p.add_argument("--plain-init", action="store_true",
                    help="init() instead of init(comm=MPI.COMM_WORLD)")
     p.add_argument("--no-raw", action="store_true", help="skip the raw MPI patterns")
@@ -235,7 +264,10 @@ def main():
 
     failed = comm.allreduce(0 if all(checks.values()) else 1, op=MPI.MAX)
     if rank == 0:
-        lines = ["workload,impl,median_ms,min_ms,max_ms,busbw_gbs,ratio_to_best_raw"]
+        text = io.StringIO()
+        out = csv.writer(text, lineterminator="\n")
+        out.writerow(["workload", "impl", "median_ms", "min_ms", "max_ms", "busbw_gbs",
+                      "ratio_to_best_raw"])
         for s in sets:
             best = series.get((s.name, "best raw MPI"))
             best_ms = statistics.median(best) if best else None
@@ -247,9 +279,9 @@ def main():
                 ratio = "%.4f" % (med / best_ms) if best_ms else ""
                 if not checks[(name, impl)]:
                     impl += " WRONG RESULT"
-                lines.append("%s,%s,%.6f,%.6f,%.6f,%.3f,%s" % (
-                    name, impl, med, min(values), max(values), busbw, ratio))
-        text = "\n".join(lines) + "\n"
+                out.writerow([name, impl, "%.6f" % med, "%.6f" % min(values),
+                              "%.6f" % max(values), "%.3f" % busbw, ratio])
+        text = text.getvalue()
         if args.csv:
             with open(args.csv, "w") as f:
                 f.write(text)
