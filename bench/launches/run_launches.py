@@ -84,17 +84,18 @@ class Runner:
             open("/proc/loadavg").read().split()[0], " ".join(shlex.quote(c) for c in cmd))
         print(line, file=sys.stderr, flush=True)
         self.log.write(line + "\n")
-        p = subprocess.run(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=self.args.launch_timeout)
-        with open(os.path.join(self.args.out, tag + ".out"), "w") as f:
-            f.write(p.stdout)
+        path = os.path.join(self.args.out, tag + ".out")
+        with open(path, "w") as f:  # streamed: `tail -f` shows the launch's progress
+            p = subprocess.run(cmd, env=self.env, stdout=f, stderr=subprocess.STDOUT,
+                               timeout=self.args.launch_timeout)
         dt = time.time() - t0
         self.log.write("  exit %d after %.1f s\n" % (p.returncode, dt))
         self.log.flush()
         if p.returncode != 0:
-            sys.stderr.write(p.stdout[-3000:])
+            with open(path) as f:
+                sys.stderr.write(f.read()[-3000:])
             raise SystemExit("run_launches: %s failed (exit %d); output in %s" % (
-                tag, p.returncode, os.path.join(self.args.out, tag + ".out")))
+                tag, p.returncode, path))
         return dt
 
     def c_api(self, i):

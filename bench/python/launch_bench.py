@@ -260,6 +260,9 @@ def main():
                     synchronize(h)
             ms, ok = time_it(s, binding_iter, hvd.barrier, rank, size)
             record(s, "hvd", ms, ok)
+            if rank == 0:
+                print("launch_bench: %s %s %.3f ms" % (s.name, args.module, ms), file=sys.stderr,
+                      flush=True)
         raw_round(" (hvd idle)")
 
     failed = comm.allreduce(0 if all(checks.values()) else 1, op=MPI.MAX)
