@@ -156,8 +156,8 @@ Status UnpackFusion(ExecContext& ctx, const Response& r, const Reduction& x,
 // holds [starts[i], starts[i + 1]).
 struct Spans {
   std::vector<int64_t> starts;
-  explicit Spans(const Response& r) : starts(r.sizes.size() + 1, 0) {
-    for (size_t i = 0; i < r.sizes.size(); ++i) starts[i + 1] = starts[i] + r.sizes[i];
+  explicit Spans(const std::vector<int64_t>& sizes) : starts(sizes.size() + 1, 0) {
+    for (size_t i = 0; i < sizes.size(); ++i) starts[i + 1] = starts[i] + sizes[i];
   }
   // Calls fn(i, from, to) for the elements [from, to) that tensor i holds
   // within [off, off + n).
@@ -180,10 +180,16 @@ struct Spans {
 // two passes over memory fewer than packing and unpacking (four fewer
 // where averaging a tensor alone).
 Status RunGathered(ExecContext& ctx, const Response& r, const Reduction& x,
-                   const std::vector<TensorEntry*>& entries) {
+                   const std::vector<TensorEntry*>& group) {
   MemOps& mem = ctx.ops();
-  const Spans spans(r);
-  const int64_t total = spans.starts.back();
+  int64_t total = 0;
+  for (auto n : r.sizes) total += n;
+  // Tensors back to back in memory (views of one buffer) are one span: a
+  // copy per round instead of one per tensor.
+  const bool adjacent = group.size() > 1 && Adjacent(group, r, x.esize);
+  const std::vector<TensorEntry*> first(adjacent ? 1 : 0, group[0]);
+  const std::vector<TensorEntry*>& entries = adjacent ? first : group;
+  const Spans spans(adjacent ? std::vector<int64_t>{total} : r.sizes);
   auto gather = [&](int64_t off, int64_t n, void* dst) {
     auto* base = static_cast<uint8_t*>(dst);
     return spans.Each(off, n, [&](size_t i, int64_t from, int64_t to) {
@@ -214,7 +220,7 @@ Status RunGathered(ExecContext& ctx, const Response& r, const Reduction& x,
 Status RunStaged(ExecContext& ctx, const Response& r, const Reduction& x,
                  const std::vector<TensorEntry*>& entries, uint8_t* base, int64_t total) {
   MemOps& mem = ctx.ops();
-  const Spans spans(r);
+  const Spans spans(r.sizes);
   const auto& starts = spans.starts;
   std::optional<ScopedActivity> activity;
   activity.emplace(ctx.timeline, r, "MEMCPY_IN_FUSION_BUFFER");

@@ -108,7 +108,7 @@ class Runtime {
   std::string BindHost() const;
   void StartLoop(ProcessSet& ps);
   void StopAll(const Status& why);
-  void StartFlightRecorder();       // at init (runtime/flight.cc)
+  void StartFlightRecorder();  // at init (runtime/flight.cc)
   // Collective at init: the p2p engine's Comm (runtime_p2p.cc).
   void StartP2P(ProcessSet& world);
   ProcessSet* FindSet(int32_t id);  // sets_mu_ held
@@ -141,10 +141,9 @@ class Runtime {
   FlightRecorder flight_;
   std::atomic<bool> failure_dumped_{false};
   int flight_rank_ = 0, flight_size_ = 1;  // kept after shutdown for late dumps
+  std::unique_ptr<P2PEngine> p2p_;         // null when the world has one rank
+  Status p2p_unavailable_;                 // why p2p_ is null
   std::unique_ptr<Watchdog> watchdog_;     // last: stops before what it watches goes
-  std::unique_ptr<P2PEngine> p2p_;      // null when the world has one rank
-  Status p2p_unavailable_;              // why p2p_ is null
-  std::unique_ptr<Watchdog> watchdog_;  // last: stops before what it watches goes
 };
 
 }  // namespace hvd

@@ -78,7 +78,6 @@ class HandleState {
   using Poller = std::function<void()>;
   void set_poller(Poller poller) { poller_ = std::move(poller); }
 
-
  private:
   // Marks one tensor done; true (with what to do next) when it was the
   // last. Lock-free unless `s` is an error: every tensor of a training step

@@ -112,10 +112,6 @@ struct hvd_op_options  # sizeof 72
     cuda_stream::Ptr{Cvoid}  # offset 64
 end
 
-struct hvd_stats  # sizeof 24
-    struct_size::Csize_t  # offset 0
-    allreduced_bytes::UInt64  # offset 8
-    host_bytes_moved::UInt64  # offset 16
 struct hvd_p2p_options  # sizeof 32
     struct_size::Csize_t  # offset 0
     process_set::Int32  # offset 8
@@ -129,6 +125,12 @@ struct hvd_p2p_op  # sizeof 32
     tensor::Ptr{DLTensor}  # offset 16
     peer::Cint  # offset 24
     tag::Cint  # offset 28
+end
+
+struct hvd_stats  # sizeof 24
+    struct_size::Csize_t  # offset 0
+    allreduced_bytes::UInt64  # offset 8
+    host_bytes_moved::UInt64  # offset 16
 end
 
 # ------------------------------------------------------------ functions
@@ -291,6 +293,8 @@ end
 "C: `hvd_status hvd_grouped_reducescatter_async(const char* const* names, const DLTensor* const* inputs, int count, hvd_reduce_op op, const hvd_op_options* opts, hvd_handle* handle)`"
 function hvd_grouped_reducescatter_async(names, inputs, count, op, opts, handle)
     ccall((:hvd_grouped_reducescatter_async, libhvd), hvd_status, (Ptr{Ptr{Cchar}}, Ptr{Ptr{DLTensor}}, Cint, hvd_reduce_op, Ptr{hvd_op_options}, Ptr{hvd_handle}), names, inputs, count, op, opts, handle)
+end
+
 "C: `void hvd_p2p_options_init(hvd_p2p_options* opts)`"
 function hvd_p2p_options_init(opts)
     ccall((:hvd_p2p_options_init, libhvd), Cvoid, (Ptr{hvd_p2p_options},), opts)
@@ -389,6 +393,8 @@ end
 "C: `hvd_status hvd_get_stats(hvd_stats* stats)`"
 function hvd_get_stats(stats)
     ccall((:hvd_get_stats, libhvd), hvd_status, (Ptr{hvd_stats},), stats)
+end
+
 "C: `hvd_status hvd_dump_flight_record(const char* path)`"
 function hvd_dump_flight_record(path)
     ccall((:hvd_dump_flight_record, libhvd), hvd_status, (Ptr{Cchar},), path)

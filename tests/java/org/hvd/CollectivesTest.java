@@ -252,6 +252,10 @@ class CollectivesTest {
     assertArrayEquals(new boolean[] {size == 1, true}, all);
     boolean[] gathered = Hvd.allgather(new boolean[] {rank % 2 == 1});
     for (int r = 0; r < size; r++) assertEquals(r % 2 == 1, gathered[r]);
+  }
+
+  @Test
+  @Order(13)
   void pointToPointRing() {
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     double[] got = new double[3];

@@ -94,6 +94,8 @@ final class Ops {
             t.bits, op.code, 0, h);
     HvdException.check(st);
     return new Handle<>(h[0], fin, scratch, view, len);
+  }
+
   /** Point to point: sends {@code data} to rank {@code peer}, or receives into it. */
   static <T> Handle<T> p2p(boolean recv, ByteBuffer data, DType t, int peer, int tag,
       long[] shape, Handle.Finisher<T> fin) {
