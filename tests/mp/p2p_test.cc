@@ -48,7 +48,9 @@ void Barrier() {
 
 // The value element i of rank r's message carries.
 double Value(int r, int64_t i, T t) {
-  return hvdtest::IsHalf(t) || t == T::u8 || t == T::i8 ? (r * 7 + i) % 100 : r * 1000 + i;
+  if (t == T::b8) return (r + i) % 2;
+  const bool small = hvdtest::IsHalf(t) || t == T::u8 || t == T::i8 || t == T::i16;
+  return small ? (r * 7 + i) % 100 : r * 1000 + i;
 }
 
 void Fill(Tensor& t, int r) {
@@ -63,7 +65,7 @@ void ExpectFrom(const Tensor& t, int r, const std::string& what) {
 
 TEST(P2P, RingExchangeSingleCalls) {
   const int next = (R() + 1) % N(), prev = (R() + N() - 1) % N();
-  for (T t : hvdtest::AllTypes()) {
+  for (T t : hvdtest::MovedTypes()) {
     for (int64_t n : {int64_t{1}, int64_t{1000}, int64_t{300000}}) {
       Tensor out(t, {n}), in(t, {n});
       Fill(out, R());

@@ -448,8 +448,8 @@ def test_grouped_reducescatter_ops_and_scaling(world):
         first, mine = block(3 * n)
         want = (n * torch.arange(first, first + mine) + int(shift)).reshape(mine, 1)
         if "prescale_factor" not in kwargs:
-            # Integer averages round half away from zero (llround).
-            want = want if scale == 1.0 else torch.floor(want / n + 0.5)
+            # Integer averages truncate toward zero, as Horovod's do.
+            want = want if scale == 1.0 else torch.div(want, n, rounding_mode="trunc")
             assert out[3].dtype == torch.int32 and torch.equal(out[3], want.to(torch.int32))
     with pytest.raises(hvd.HvdInvalidArgument, match="scalar"):
         hvd.grouped_reducescatter([np.float32(1.0)])

@@ -263,6 +263,7 @@ typedef struct hvd_p2p_options {
 #define HVD_P2P_OPTIONS_INIT \
   { sizeof(hvd_p2p_options), 0, NULL, NULL }
 
+/* Sets *opts to HVD_P2P_OPTIONS_INIT (for bindings that cannot use macros). */
 HVD_API void hvd_p2p_options_init(hvd_p2p_options* opts);
 
 /* Tags: 0 .. HVD_P2P_MAX_TAG. */
@@ -375,7 +376,7 @@ HVD_API hvd_status hvd_get_stats(hvd_stats* stats);
 /* ---------------------------------------------------------------- flight recorder */
 /* Writes this rank's flight record (its last HVD_FLIGHT_RECORDER_SIZE
  * operations and the stage each reached, docs/fault-tolerance.md) as JSON to
- * `path`, or, when NULL, to HVD_FLIGHT_RECORDER_DIR/hvd_flight.rank<N>.json
+ * `path`, or, when NULL, to HVD_FLIGHT_RECORDER_DIR/hvd_flight.rankN.json (N: the rank)
  * (default directory /tmp). Local (not collective); valid after hvd_shutdown.
  * tools/hvd_flight compares the ranks' files. */
 HVD_API hvd_status hvd_dump_flight_record(const char* path);
