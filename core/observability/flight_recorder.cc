@@ -74,8 +74,9 @@ uint64_t FlightRecorder::Submit(const std::string& name, OpType type, int32_t se
   const uint64_t token = next_.load(std::memory_order_relaxed) + 1;
   next_.store(token, std::memory_order_relaxed);
   Slot& s = ring_[(token - 1) & (capacity_ - 1)];
-  s.token.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  // Invalidated before the fields change: the acquire half keeps the
+  // field writes below after it (an RMW, not a fence: TSan has no fences).
+  s.token.exchange(0, std::memory_order_acq_rel);
   s.set = set;
   s.set_seq = set_seq;
   s.type = type;
@@ -153,8 +154,8 @@ Status FlightRecorder::Dump(const std::string& path, const Header& header) const
     copy_fields.bytes = s.bytes;
     std::memcpy(copy_fields.name, s.name, kNameBytes);
     copy_fields.name[kNameBytes - 1] = '\0';
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.token.load(std::memory_order_relaxed) != token) continue;
+    // The release half keeps the field reads above before the check.
+    if (s.token.fetch_add(0, std::memory_order_acq_rel) != token) continue;
     std::string shape = "[";
     for (int d = 0; d < std::min(copy_fields.ndim, kMaxDims); ++d) {
       shape += (d ? ", " : "") + std::to_string(copy_fields.shape[d]);

@@ -63,7 +63,8 @@ class FlightRecorder {
 
  private:
   struct Slot {
-    std::atomic<uint64_t> token{0};  // 0 while empty or being written
+    // 0 while empty or being written; mutable: the dump checks it with an RMW.
+    mutable std::atomic<uint64_t> token{0};
     std::atomic<int64_t> at[kStages];
     std::atomic<int32_t> code{0};
     int32_t set = 0;

@@ -87,6 +87,8 @@ try:
     expected = {"libhvd1", "libhvd-dev", "hvd-tools"}
     if os.path.isdir(os.path.join(build, "python", "hvd")):
         expected.add("python3-hvd")
+    if os.path.isdir(os.path.join(build, "python", "horovod")):
+        expected.add("python3-hvd-horovod-compat")
     if os.path.isfile(os.path.join(build, "java", "hvd.jar")):
         expected.add("libhvd-java")
     check(set(debs) == expected, "packages %s, expected %s" % (sorted(debs), sorted(expected)))
