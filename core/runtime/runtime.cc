@@ -362,19 +362,26 @@ ProcessSet* Runtime::FindSet(int32_t id) {
   return it == sets_.end() ? nullptr : it->second.get();
 }
 
-Status Runtime::Submit(std::unique_ptr<TensorEntry>* entries, size_t count) {
-  if (!running_) return Status::NotInitialized();
-  std::lock_guard<std::mutex> sl(sets_mu_);
-  const int32_t set = count == 0 ? 0 : entries[0]->request.process_set;
-  ProcessSet* ps = FindSet(set);
+Status Runtime::FindMemberSet(int32_t id, ProcessSet** out) {
+  ProcessSet* ps = FindSet(id);
   if (!ps) {
-    return Status::Invalid("unknown process set " + std::to_string(set) +
+    return Status::Invalid("unknown process set " + std::to_string(id) +
                            " (never added, or removed)");
   }
   if (!ps->member()) {
     return Status::Invalid("rank " + std::to_string(topo_.rank) +
-                           " is not a member of process set " + std::to_string(set));
+                           " is not a member of process set " + std::to_string(id));
   }
+  *out = ps;
+  return Status::OK();
+}
+
+Status Runtime::Submit(std::unique_ptr<TensorEntry>* entries, size_t count) {
+  if (!running_) return Status::NotInitialized();
+  std::lock_guard<std::mutex> sl(sets_mu_);
+  const int32_t set = count == 0 ? 0 : entries[0]->request.process_set;
+  ProcessSet* ps = nullptr;
+  HVD_RETURN_IF_ERROR(FindMemberSet(set, &ps));
   const int set_rank = ps->rank();
   // The enqueue time feeds the deadlines (seconds) and, when tracing, the
   // timeline's QUEUE span (microseconds): the kernel's tick-granular clock

@@ -112,6 +112,8 @@ class Runtime {
   // Collective at init: the p2p engine's Comm (runtime_p2p.cc).
   void StartP2P(ProcessSet& world);
   ProcessSet* FindSet(int32_t id);  // sets_mu_ held
+  // The set if it exists and this rank is a member, else why not (sets_mu_ held).
+  Status FindMemberSet(int32_t id, ProcessSet** out);
   // This rank's answer to a liveness probe.
   std::string DescribeSelf(const ProbeQuestion& q);
   // The watchdog's check: fails operations past HVD_OP_TIMEOUT_SECONDS that

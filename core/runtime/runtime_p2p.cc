@@ -43,15 +43,8 @@ Status Runtime::SubmitP2P(const char* fn, int32_t set, std::vector<P2POp> ops,
   if (!running_) return Status::NotInitialized();
   {
     std::lock_guard<std::mutex> sl(sets_mu_);
-    ProcessSet* ps = FindSet(set);
-    if (!ps) {
-      return Status::Invalid("unknown process set " + std::to_string(set) +
-                             " (never added, or removed)");
-    }
-    if (!ps->member()) {
-      return Status::Invalid("rank " + std::to_string(topo_.rank) +
-                             " is not a member of process set " + std::to_string(set));
-    }
+    ProcessSet* ps = nullptr;
+    HVD_RETURN_IF_ERROR(FindMemberSet(set, &ps));
     for (P2POp& op : ops) {
       if (op.set_peer < 0 || op.set_peer >= ps->size() || op.set_peer == ps->rank()) {
         return Status::Invalid("peer " + std::to_string(op.set_peer) +
