@@ -37,11 +37,12 @@ import statistics
 import sys
 import time
 
+# The workloads' files and iteration counts, as torch_bench (and hvd_bench) has them.
+from torch_bench import SHAPE_FILES, defaults_for, numel  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SHAPES_DIR = os.path.join(ROOT, "tools", "hvd_bench", "shapes")
-SHAPE_FILES = {"W2": "resnet50_grads.txt", "W2b": "vgg16_grads.txt",
-               "W5": "inception_v3_grads.txt", "W6": "resnet101_grads.txt"}
 MiB = 1 << 20
 
 
@@ -74,21 +75,6 @@ def set_spec(name, shapes_dir):
         raise SystemExit("launch_bench: unknown set %r (W1, W2, W2b, W3, W4, W5, W6 or a "
                          "shape file)" % name)
     return name, shapes
-
-
-def numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def defaults_for(name, nbytes):
-    """hvd_bench's per-workload iteration counts."""
-    fixed = {"W1": (3, 20), "W2": (3, 20), "W2b": (1, 5), "W3": (50, 1000), "W4": (5, 50)}
-    if name in fixed:
-        return fixed[name]
-    return (1, 5) if nbytes > (256 << 20) else (3, 20) if nbytes > (8 << 20) else (3, 50)
 
 
 class Set:
