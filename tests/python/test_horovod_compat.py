@@ -74,6 +74,17 @@ def test_reducescatter_of_a_scalar_raises(world):
         hvd.reducescatter(torch.tensor(1.0), op=hvd.Sum)
 
 
+def test_alltoall_splits_must_be_integers(world):
+    # Horovod raises ValueError for a float splits tensor; uninitialised
+    # floats must not reach the C ABI as huge row counts either.
+    x = torch.zeros(hvd.size())
+    for bad in (torch.full((hvd.size(),), 1e30), np.ones(hvd.size(), dtype=np.float32)):
+        with pytest.raises(ValueError, match="splits must hold integers"):
+            hvd.alltoall(x, bad)
+    out, received = hvd.alltoall(x, [1.0] * hvd.size())  # a list converts, as in Horovod
+    assert out.tolist() == [0.0] * hvd.size() and received.tolist() == [1] * hvd.size()
+
+
 def test_sparse_handle_is_callable(world):
     t = torch.sparse_coo_tensor([[hvd.rank()]], [1.0], (hvd.size(),))
     handle = ht.sparse_allreduce_async(t, name="compat.sparse", op=hvd.Sum)

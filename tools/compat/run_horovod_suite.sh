@@ -14,8 +14,15 @@
 #   --np "1 2 3 4"    numbers of ranks (default "1 2 3 4")
 #   --launchers "mpirun hvdrun"   (default both; hvdrun runs Gloo)
 #   --tests REGEX     only the test ids matching REGEX (grep -E)
+#   --skip REGEX      leave out the test ids matching REGEX
 #   --timeout S       seconds per launch (default 300)
-#   --out DIR         logs, results.tsv and table.txt (default horovod-suite/)
+#   --out DIR         logs, results.tsv, table.txt and table.md (Markdown)
+#                     (default horovod-suite/)
+#   --reference DIR   run the tests against Horovod itself instead (DIR: an
+#                     install of Horovod 0.28.1, e.g. what
+#                     bench/horovod/build_horovod.sh makes; hvdrun becomes
+#                     its `horovodrun --gloo`), to tell a test that fails on
+#                     Horovod too from an incompatibility of hvd
 #   --jobs N          launches at a time (default 1: every rank imports
 #                     torch; raise it on machines with cores to spare)
 # Rerunning with the same --out keeps earlier results and replaces those it
@@ -26,20 +33,24 @@ build=$(cd "$here/../.." && pwd)/build
 nps="1 2 3 4"
 launchers="mpirun hvdrun"
 filter=""
+skip=""
 timeout_s=300
 out=horovod-suite
 python=/usr/bin/python3
 jobs=1
+reference=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --np) nps=$2; shift 2 ;;
     --launchers) launchers=$2; shift 2 ;;
     --tests) filter=$2; shift 2 ;;
+    --skip) skip=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --reference) reference=$(cd "$2" && pwd) || exit 2; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "run_horovod_suite.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -47,19 +58,27 @@ done
 [ $# -eq 1 ] || { echo "usage: run_horovod_suite.sh [options] HOROVOD_CHECKOUT" >&2; exit 2; }
 tests_dir=$(cd "$1/test/parallel" 2>/dev/null && pwd) ||
   { echo "run_horovod_suite.sh: $1/test/parallel not found" >&2; exit 2; }
-build=$(cd "$build" && pwd)
-[ -d "$build/python/horovod" ] ||
-  { echo "run_horovod_suite.sh: $build/python/horovod missing (build hvd_python)" >&2; exit 2; }
+if [ -n "$reference" ]; then
+  pythonpath=$reference
+  [ -x "$reference/bin/horovodrun" ] ||
+    { echo "run_horovod_suite.sh: $reference/bin/horovodrun missing" >&2; exit 2; }
+else
+  build=$(cd "$build" && pwd)
+  pythonpath=$build/python
+  [ -d "$build/python/horovod" ] ||
+    { echo "run_horovod_suite.sh: $build/python/horovod missing (build hvd_python)" >&2; exit 2; }
+fi
 mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
 
-export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$pythonpath${PYTHONPATH:+:$PYTHONPATH}"
 export OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1
 pytest_args=(-m pytest -q -rs -p no:cacheprovider --color=no)
 
 cd "$tests_dir"
 ids=$("$python" "${pytest_args[@]}" --collect-only test_torch.py test_adasum_pytorch.py 2>/dev/null |
-      grep '::' | { if [ -n "$filter" ]; then grep -E -- "$filter"; else cat; fi })
+      grep '::' | { if [ -n "$filter" ]; then grep -E -- "$filter"; else cat; fi } |
+      { if [ -n "$skip" ]; then grep -vE -- "$skip"; else cat; fi })
 [ -n "$ids" ] || { echo "run_horovod_suite.sh: no tests collected (filter '$filter')" >&2; exit 1; }
 
 launch() {  # launcher np id log
@@ -67,8 +86,14 @@ launch() {  # launcher np id log
     mpirun) timeout -k 10 "$timeout_s" mpirun --allow-run-as-root --oversubscribe -np "$2" \
               -x PYTHONPATH -x OMP_NUM_THREADS -x PYTHONDONTWRITEBYTECODE \
               "$python" "${pytest_args[@]}" "$3" >"$4" 2>&1 ;;
-    hvdrun) timeout -k 10 "$timeout_s" "$build/bin/hvdrun" -np "$2" \
-              "$python" "${pytest_args[@]}" "$3" >"$4" 2>&1 ;;
+    hvdrun) if [ -n "$reference" ]; then
+              # Horovod's own launcher; its interface probe needs `lo` here.
+              timeout -k 10 "$timeout_s" "$python" "$reference/bin/horovodrun" --gloo \
+                --network-interface lo -np "$2" "$python" "${pytest_args[@]}" "$3" >"$4" 2>&1
+            else
+              timeout -k 10 "$timeout_s" "$build/bin/hvdrun" -np "$2" \
+                "$python" "${pytest_args[@]}" "$3" >"$4" 2>&1
+            fi ;;
   esac
 }
 
@@ -104,7 +129,7 @@ for np in $nps; do
   done
 done >"$out/todo"
 export -f launch classify run_one
-export out timeout_s python build
+export out timeout_s python build reference
 export PYTEST_ARGS="${pytest_args[*]}"
 xargs -P "$jobs" -L 1 bash -c 'pytest_args=($PYTEST_ARGS); run_one "$@"' _ <"$out/todo"
 
@@ -120,21 +145,6 @@ open(sys.argv[1], "w").writelines(old + new)' "$results"
 rm -rf "$out/res" "$out/todo"
 
 # The table over everything results.tsv holds (this run and earlier ones).
-"$python" - "$results" >"$out/table.txt" <<'EOF'
-import collections, sys
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-cols = sorted({(r[1], int(r[2])) for r in rows})
-cell = {(r[0], r[1], int(r[2])): r[3] for r in rows}
-tests = sorted({r[0] for r in rows})
-width = max(len(t.split("::")[-1]) for t in tests)
-head = " ".join("%s/%d" % c for c in cols)
-print("%-*s %s" % (width, "test", head))
-for t in tests:
-    print("%-*s %s" % (width, t.split("::")[-1], " ".join(
-        cell.get((t,) + c, "-").center(len("%s/%d" % c)) for c in cols)))
-print()
-for c in cols:
-    n = collections.Counter(cell[k] for k in cell if k[1:] == c)
-    print("%s np=%d: %d pass, %d fail, %d skip" % (c[0], c[1], n["P"], n["F"], n["S"]))
-EOF
+"$python" "$here/suite_table.py" "$results" >"$out/table.txt"
+"$python" "$here/suite_table.py" --markdown "$results" >"$out/table.md"
 cat "$out/table.txt"

@@ -229,13 +229,27 @@ def _set_size(process_set):
     return size() if set_id(process_set) == 0 else process_set.size()
 
 
+def _split_list(splits):
+    """Row counts per rank as Python ints. A tensor or array must hold
+    integers (Horovod raises ValueError for a float splits tensor too); a
+    list is converted as Horovod converts it."""
+    typed = is_torch(splits) or isinstance(splits, np.ndarray)
+    a = np.asarray(splits.cpu() if is_torch(splits) else splits)
+    if typed and a.size and not np.issubdtype(a.dtype, np.integer):
+        raise ValueError("alltoall: splits must hold integers (row counts per rank), got dtype %s"
+                         % (splits.dtype if is_torch(splits) else a.dtype))
+    out = [int(s) for s in a.reshape(-1)]
+    if any(not -2**63 <= s < 2**63 for s in out):
+        raise ValueError("alltoall: a split is out of range: %s" % out)
+    return out
+
+
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     prep = prepare(tensor)
     d = dltensor(prep.native)
     if isinstance(splits, _CapsuleType):
         splits = from_capsule(splits)
-    split_list = None if splits is None else [int(s) for s in np.asarray(
-        splits.cpu() if is_torch(splits) else splits).reshape(-1)]
+    split_list = None if splits is None else _split_list(splits)
     opts = _options(process_set, prep.native)
     hid = _submit(_c.hvd_alltoall_async, name, d, split_list, opts)
     nranks = _set_size(process_set)
