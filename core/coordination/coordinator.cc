@@ -166,12 +166,16 @@ void Coordinator::DecideFull(int64_t seq, std::vector<Action>* out, int64_t* byt
     const Pending& p = it->second;
     int count = static_cast<int>(p.requests.size());
     for (int r : joined_) count += p.seen[r] ? 0 : 1;
-    if (count < size_) {
+    const Request& first = p.requests.front();
+    // While ranks are joined only allreduce can run, so anything else is
+    // refused at the first request: ranks that name it differently (an
+    // unnamed op that some ranks skipped) would otherwise wait for each other.
+    const bool refused = !joined_.empty() && first.type != OpType::kAllreduce;
+    if (count < size_ && !refused) {
       keep.push_back(std::move(name));
       continue;
     }
-    const Request& first = p.requests.front();
-    if (first.group.empty() || first.group_size <= 1) {
+    if (refused || first.group.empty() || first.group_size <= 1) {
       emit(name);
       continue;
     }

@@ -194,6 +194,38 @@ TEST(Negotiation, JoinedRanksContributeToCachedAllreduces) {
   EXPECT_EQ(ran[2], Names{"join.0"});
 }
 
+TEST(Negotiation, WhileARankIsJoinedOtherOpsFailAtTheFirstRequest) {
+  // Ranks 0 and 2 skip an unnamed allgather that rank 1 ran, so their next
+  // ones carry different names; neither may wait for the other.
+  Job job(3);
+  Request join;
+  join.type = OpType::kJoin;
+  join.name = "join.0";
+  job.Submit(1, {join});
+  job.Submit(0, {Allreduce("allgather.noname.0", 3, OpType::kAllgather)});
+  std::vector<Applied> applied;
+  auto ran = job.Step(&applied);
+  EXPECT_EQ(ran[0], Names{"allgather.noname.0"});
+  ASSERT_FALSE(applied.empty());
+  EXPECT_EQ(applied[0].runs[0]->error_code, Code::kInvalidArgument);
+  EXPECT_NE(applied[0].runs[0]->error.find("ranks 1 have joined"), std::string::npos);
+  job.Submit(2, {Allreduce("allgather.noname.1", 3, OpType::kAllgather)});
+  applied.clear();
+  ran = job.Step(&applied);
+  EXPECT_EQ(ran[2], Names{"allgather.noname.1"});
+  EXPECT_EQ(applied[2].runs[0]->error_code, Code::kInvalidArgument);
+  // Allreduce still waits for every rank that has not joined.
+  job.Submit(0, {Allreduce("a", 4)});
+  EXPECT_TRUE(job.Step()[0].empty());
+  job.Submit(2, {Allreduce("a", 4)});
+  ran = job.Step();
+  EXPECT_EQ(ran[0], Names{"a"});
+  EXPECT_EQ(ran[1], Names{"a"});
+  for (int r : {0, 2}) job.Submit(r, {join});
+  ran = job.Step();
+  EXPECT_EQ(ran[1], Names{"join.0"});
+}
+
 TEST(Negotiation, StalledTensorsFailAfterTheDeadlineNamingTheMissingRanks) {
   Config c;
   c.stall_check_seconds = 0.05;
