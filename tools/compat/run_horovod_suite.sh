@@ -102,7 +102,8 @@ launch() {  # launcher np id log
 classify() {  # rc np log
   if [ "$1" -ne 0 ] || grep -qE '[0-9]+ (failed|error)' "$3"; then echo F
   elif grep -qE '[0-9]+ skipped' "$3"; then echo S
-  elif [ "$(grep -cE '[0-9]+ passed' "$3")" -ge "$2" ]; then echo P
+  # Count occurrences, not lines: the ranks' summaries can share a line.
+  elif [ "$(grep -oE '[0-9]+ passed' "$3" | wc -l)" -ge "$2" ]; then echo P
   else echo F; fi
 }
 
