@@ -5,7 +5,7 @@ extern "C" {
 
 hvd_status hvd_dump_flight_record(const char* path) {
   return hvd::capi::Guard("hvd_dump_flight_record", [path] {
-    hvd::Status s = hvd::capi::RT().DumpFlightRecord(path ? path : "", "hvd_dump_flight_record");
+    hvd::Status s = hvd::api::DumpFlightRecord(path ? path : "", "hvd_dump_flight_record");
     return hvd::capi::ReportFrom("hvd_dump_flight_record", s);
   });
 }

@@ -1,22 +1,20 @@
 // Initialisation, shutdown, topology and what the build and the job use.
-#include <cstring>
 #include <string>
 
 #include "capi/capi_internal.h"
-#include "core/runtime/build_info.h"
 
 namespace hvd {
 namespace capi {
 namespace {
 
-BackendChoice ToChoice(hvd_backend b) {
+api::Backend ToBackend(hvd_backend b) {
   switch (b) {
     case HVD_BACKEND_MPI:
-      return BackendChoice::kMpi;
+      return api::Backend::kMpi;
     case HVD_BACKEND_GLOO:
-      return BackendChoice::kGloo;
+      return api::Backend::kGloo;
     default:
-      return BackendChoice::kAuto;
+      return api::Backend::kAuto;
   }
 }
 
@@ -24,12 +22,12 @@ hvd_status Init(const char* fn, const hvd_init_options* opts) {
   hvd_init_options o = HVD_INIT_OPTIONS_INIT;
   Status s = ReadOptions(opts, &o, "hvd_init_with");
   if (!s.ok()) return Report(s);
-  InitArgs args;
-  args.controller = ToChoice(o.controller);
-  args.cpu_operations = ToChoice(o.cpu_operations);
+  api::InitOptions args;
+  args.controller = ToBackend(o.controller);
+  args.cpu_operations = ToBackend(o.cpu_operations);
   args.use_mpi_comm = o.use_mpi_comm != 0;
   args.mpi_comm = o.mpi_comm;
-  s = RT().Init(args);
+  s = api::Init(args);
   if (s.code() == Code::kAlreadyInitialized) {
     s = Status(s.code(), s.message() + "; call hvd_shutdown before initializing again");
   }
@@ -37,24 +35,21 @@ hvd_status Init(const char* fn, const hvd_init_options* opts) {
 }
 
 // A topology query: -1 and a last error when not initialised.
-int Query(const char* fn, int (*get)(const Topology&)) {
+int Query(const char* fn, int (*get)(const api::Topology&)) {
   return Guarded(fn, -1, [fn, get] {
-    if (!RT().initialized()) {
-      Fail(Code::kNotInitialized, std::string(fn) + ": hvd is not initialized");
+    api::Topology t;
+    Status s = api::GetTopology(&t);
+    if (!s.ok()) {
+      ReportFrom(fn, s);
       return -1;
     }
-    return get(RT().topology());
+    return get(t);
   });
 }
 
-// Whether the controller or the CPU-operations backend is `name`.
-int Uses(const char* fn, const char* name) {
-  return Guarded(fn, 0, [name] {
-    return RT().initialized() && (std::strcmp(RT().controller_name(), name) == 0 ||
-                                  std::strcmp(RT().data_name(), name) == 0)
-               ? 1
-               : 0;
-  });
+// A yes/no question about the build or the job: 0 if it throws.
+int Ask(const char* fn, bool (*question)()) {
+  return Guarded(fn, 0, [question] { return question() ? 1 : 0; });
 }
 
 }  // namespace
@@ -81,7 +76,7 @@ hvd_status hvd_init(void) {
 
 hvd_status hvd_init_mpi_comm(int fortran_comm) {
   return hvd::capi::Guard("hvd_init_mpi_comm", [fortran_comm] {
-    if (!hvd::BackendBuilt(hvd::BackendChoice::kMpi)) {
+    if (!hvd::api::BackendBuilt(hvd::api::Backend::kMpi)) {
       return hvd::capi::Fail(hvd::Code::kUnsupported,
                              "hvd_init_mpi_comm: this libhvd was built without MPI");
     }
@@ -93,68 +88,65 @@ hvd_status hvd_init_mpi_comm(int fortran_comm) {
 }
 
 hvd_status hvd_shutdown(void) {
-  return hvd::capi::Guard("hvd_shutdown",
-                          [] { return hvd::capi::Report(hvd::capi::RT().Shutdown()); });
+  return hvd::capi::Guard("hvd_shutdown", [] { return hvd::capi::Report(hvd::api::Shutdown()); });
 }
 
 int hvd_is_initialized(void) {
   return hvd::capi::Guarded("hvd_is_initialized", 0,
-                            [] { return hvd::capi::RT().initialized() ? 1 : 0; });
+                            [] { return hvd::api::Initialized() ? 1 : 0; });
 }
 
 int hvd_rank(void) {
-  return hvd::capi::Query("hvd_rank", [](const hvd::Topology& t) { return t.rank; });
+  return hvd::capi::Query("hvd_rank", [](const hvd::api::Topology& t) { return t.rank; });
 }
 int hvd_size(void) {
-  return hvd::capi::Query("hvd_size", [](const hvd::Topology& t) { return t.size; });
+  return hvd::capi::Query("hvd_size", [](const hvd::api::Topology& t) { return t.size; });
 }
 int hvd_local_rank(void) {
-  return hvd::capi::Query("hvd_local_rank", [](const hvd::Topology& t) { return t.local_rank; });
+  return hvd::capi::Query("hvd_local_rank",
+                          [](const hvd::api::Topology& t) { return t.local_rank; });
 }
 int hvd_local_size(void) {
-  return hvd::capi::Query("hvd_local_size", [](const hvd::Topology& t) { return t.local_size; });
+  return hvd::capi::Query("hvd_local_size",
+                          [](const hvd::api::Topology& t) { return t.local_size; });
 }
 int hvd_cross_rank(void) {
-  return hvd::capi::Query("hvd_cross_rank", [](const hvd::Topology& t) { return t.cross_rank; });
+  return hvd::capi::Query("hvd_cross_rank",
+                          [](const hvd::api::Topology& t) { return t.cross_rank; });
 }
 int hvd_cross_size(void) {
-  return hvd::capi::Query("hvd_cross_size", [](const hvd::Topology& t) { return t.cross_size; });
+  return hvd::capi::Query("hvd_cross_size",
+                          [](const hvd::api::Topology& t) { return t.cross_size; });
 }
 int hvd_is_homogeneous(void) {
   return hvd::capi::Query("hvd_is_homogeneous",
-                          [](const hvd::Topology& t) { return t.homogeneous ? 1 : 0; });
+                          [](const hvd::api::Topology& t) { return t.homogeneous ? 1 : 0; });
 }
 
 int hvd_mpi_threads_supported(void) {
-  return hvd::capi::Guarded("hvd_mpi_threads_supported", 0, [] {
-    return hvd::capi::RT().initialized() &&
-                   std::strcmp(hvd::capi::RT().controller_name(), "mpi") == 0 &&
-                   hvd::MpiThreadMultiple()
-               ? 1
-               : 0;
-  });
+  return hvd::capi::Ask("hvd_mpi_threads_supported", hvd::api::MpiThreadsSupported);
 }
 
 int hvd_mpi_enabled(void) {
-  return hvd::capi::Uses("hvd_mpi_enabled", "mpi");
+  return hvd::capi::Ask("hvd_mpi_enabled", hvd::api::MpiEnabled);
 }
 int hvd_gloo_enabled(void) {
-  return hvd::capi::Uses("hvd_gloo_enabled", "gloo");
+  return hvd::capi::Ask("hvd_gloo_enabled", hvd::api::GlooEnabled);
 }
 
 int hvd_mpi_built(void) {
-  return hvd::capi::Guarded("hvd_mpi_built", 0,
-                            [] { return hvd::BackendBuilt(hvd::BackendChoice::kMpi) ? 1 : 0; });
+  return hvd::capi::Ask("hvd_mpi_built",
+                        [] { return hvd::api::BackendBuilt(hvd::api::Backend::kMpi); });
 }
 int hvd_gloo_built(void) {
-  return hvd::capi::Guarded("hvd_gloo_built", 0,
-                            [] { return hvd::BackendBuilt(hvd::BackendChoice::kGloo) ? 1 : 0; });
+  return hvd::capi::Ask("hvd_gloo_built",
+                        [] { return hvd::api::BackendBuilt(hvd::api::Backend::kGloo); });
 }
 int hvd_nccl_built(void) {
-  return hvd::capi::Guarded("hvd_nccl_built", 0, [] { return hvd::NcclVersionCode(); });
+  return hvd::capi::Guarded("hvd_nccl_built", 0, [] { return hvd::api::NcclVersionCode(); });
 }
 int hvd_cuda_built(void) {
-  return hvd::capi::Guarded("hvd_cuda_built", 0, [] { return hvd::CudaBuilt() ? 1 : 0; });
+  return hvd::capi::Ask("hvd_cuda_built", hvd::api::CudaBuilt);
 }
 
 }  // extern "C"

@@ -1,20 +1,20 @@
 // What the C layer's files share: status reporting (hvd_last_error), the
-// exception guard every extern "C" function ends in, option and handle
-// lookups, and submission. Nothing here is exported.
+// exception guard every extern "C" function ends in, and the conversion of
+// C arguments (options, DLTensors, enums) into core/api/api.h's types.
+// Nothing here is exported; nothing here knows the core's internals.
 #pragma once
 
 #include <cstring>
 #include <exception>
-#include <memory>
 #include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
+#include "core/api/api.h"
 #include "core/common/status.h"
-#include "core/runtime/handle_table.h"
-#include "core/runtime/runtime.h"
-#include "core/tensor/tensor_entry.h"
+#include "core/common/types.h"
 #include "hvd/hvd.h"
 
 namespace hvd {
@@ -28,10 +28,6 @@ hvd_status Fail(Code code, const std::string& message);
 Status Prefixed(const char* fn, const Status& s);
 // Report(s), naming `fn` in the message of an error.
 hvd_status ReportFrom(const char* fn, const Status& s);
-
-inline Runtime& RT() {
-  return Runtime::Get();
-}
 
 // A C enum argument as the int the caller passed: a caller may pass any
 // value, and reading one outside the enum through the enum type from memory
@@ -87,36 +83,37 @@ Status ReadOptions(const T* in, T* out, const char* fn) {
   return Status::OK();
 }
 
-// The state behind `handle`; null with *error = "fn: unknown handle ...".
-// Inline: it runs in every hvd_poll/hvd_wait.
-inline std::shared_ptr<HandleState> FindHandle(const char* fn, hvd_handle handle, Status* error) {
-  auto state = HandleTable::Global().Find(handle, error);
-  if (!state) *error = Prefixed(fn, *error);
-  return state;
+// The argument conversions below (capi_convert.cc) name what is wrong as
+// "fn: what ...".
+
+// hvd_op_options (may be NULL: the defaults) as api::OpOptions.
+Status ReadOpOptions(const hvd_op_options* in, const char* fn, api::OpOptions* out);
+// The C callback as an api::Callback (empty when `fn` is NULL).
+api::Callback ToCallback(hvd_callback fn, void* user);
+// HVD_OP_* as a ReduceOp; unknown values are an error.
+Status ReadReduceOp(const char* fn, int op, ReduceOp* out);
+// A DLTensor (dtype, device, shape, contiguity) as an api::Tensor, which
+// keeps pointing at t's shape.
+Status ReadTensor(const char* fn, const char* what, const DLTensor* t, api::Tensor* out);
+// An allreduce output; laid out as the input (the usual case) it needs no
+// checks beyond its data pointer. The API compares it with the input.
+Status ReadOutput(const char* fn, const char* what, const DLTensor* input, const api::Tensor& in,
+                  const DLTensor* t, api::Tensor* out);
+// The arguments of a single-tensor operation, in this order: initialised,
+// valid options, a valid input tensor (`what`), a handle to fill.
+Status ReadSingle(const char* fn, const hvd_op_options* opts, const char* what,
+                  const DLTensor* input, const hvd_handle* handle, api::OpOptions* o,
+                  api::Tensor* t);
+// A grouped operation's arrays as items (outputs: allreduce's only).
+Status ReadGroup(const char* fn, const char* const* names, const DLTensor* const* inputs,
+                 DLTensor* const* outputs, bool with_outputs, int count,
+                 std::vector<api::GroupItem>* items);
+
+// What an API call that submits returns to C: HVD_OK, or its error as
+// "fn: message".
+inline hvd_status Submitted(const char* fn, const Status& s) {
+  return s.ok() ? HVD_OK : Report(Prefixed(fn, s));
 }
-
-// What hvd needs of a validated DLTensor, without copying its shape.
-struct TensorView {
-  DataType dtype = DataType::kFloat32;
-  Device device;
-  int64_t num_elements = 0;
-  void* data = nullptr;
-};
-
-// Validates a DLTensor (dtype, device, shape, contiguity) into *v; errors
-// read "fn: what ..." (capi_ops.cc).
-Status ReadTensor(const char* fn, const char* what, const DLTensor* t, TensorView* v);
-
-// Registers a handle covering `count` entries, fills the common request
-// fields from the options and submits (capi_ops.cc). With per_tensor_results
-// entry i writes the handle's result i (grouped allgather/reducescatter).
-// On failure nothing stays behind.
-hvd_status Submit(const char* fn, std::unique_ptr<TensorEntry>* entries, size_t count,
-                  const hvd_op_options& o, hvd_handle* handle, bool per_tensor_results = false);
-
-// Runs a control operation (barrier, join, process sets) to completion;
-// *value (may be null) receives the result's value.
-hvd_status RunBlocking(const char* fn, TensorEntry entry, int32_t set, int64_t* value);
 
 }  // namespace capi
 }  // namespace hvd

@@ -1,32 +1,25 @@
-// Point-to-point messages: argument checks, then the runtime's p2p engine.
-// They bypass the collectives' queue and negotiation entirely.
+// Point-to-point messages: argument checks, then api::PostP2P.
 #include <string>
 #include <vector>
 
 #include "capi/capi_internal.h"
-#include "core/common/block_pool.h"
-#include "core/runtime/handle_table.h"
-#include "core/runtime/p2p_engine.h"
 
 namespace hvd {
 namespace capi {
 namespace {
 
-Status ReadP2POptions(const hvd_p2p_options* in, hvd_p2p_options* out, const char* fn) {
-  *out = HVD_P2P_OPTIONS_INIT;
-  HVD_RETURN_IF_ERROR(ReadOptions(in, out, fn));
-  if (out->process_set < 0 || out->process_set > kMaxP2PSet) {
-    return Status::Invalid(std::string(fn) + ": process set id " +
-                           std::to_string(out->process_set) + " is outside 0.." +
-                           std::to_string(kMaxP2PSet));
-  }
+Status ReadP2POptions(const hvd_p2p_options* in, api::P2POptions* out, const char* fn) {
+  hvd_p2p_options o = HVD_P2P_OPTIONS_INIT;
+  HVD_RETURN_IF_ERROR(ReadOptions(in, &o, fn));
+  out->process_set = o.process_set;
+  out->callback = ToCallback(o.callback, o.callback_user_data);
   return Status::OK();
 }
 
 // One message's tensor, peer and tag; `what` names it in errors.
 Status ReadOp(const char* fn, const std::string& what, bool recv, const DLTensor* t, int peer,
-              int tag, P2POp* op) {
-  TensorView v;
+              int tag, api::P2PMessage* op) {
+  api::Tensor v;
   HVD_RETURN_IF_ERROR(ReadTensor(fn, what.c_str(), t, &v));
   if (v.device.kind != DeviceKind::kCPU) {
     return Status::Unsupported(std::string(fn) + ": " + what +
@@ -38,39 +31,22 @@ Status ReadOp(const char* fn, const std::string& what, bool recv, const DLTensor
                            ")");
   }
   op->recv = recv;
-  op->buf = v.data;
+  op->data = v.data;
   op->bytes = v.num_elements * static_cast<int64_t>(DataTypeSize(v.dtype));
-  op->set_peer = peer;
+  op->peer = peer;
   op->tag = tag;
   return Status::OK();
 }
 
-hvd_status Post(const char* fn, std::vector<P2POp> ops, const hvd_p2p_options& o,
+hvd_status Post(const char* fn, std::vector<api::P2PMessage> ops, const api::P2POptions& o,
                 hvd_handle* handle) {
-  HandleState::Callback cb;
-  if (o.callback) {
-    hvd_callback c = o.callback;
-    void* user = o.callback_user_data;
-    cb = [c, user](int64_t id, const Status& s) { c(id, static_cast<hvd_status>(s.code()), user); };
-  }
-  auto state = std::allocate_shared<HandleState>(PoolAllocator<HandleState>(),
-                                                 static_cast<int>(ops.size()), std::move(cb));
-  const int64_t id = HandleTable::Global().Add(state);
-  state->set_id(id);
-  Status s = RT().SubmitP2P(fn, o.process_set, std::move(ops), state);
-  if (!s.ok()) {
-    HandleTable::Global().Release(id);
-    *handle = 0;
-    return Report(Prefixed(fn, s));
-  }
-  *handle = id;
-  return Report(Status::OK());
+  return Submitted(fn, api::PostP2P(fn, std::move(ops), o, handle));
 }
 
 hvd_status Single(const char* fn, bool recv, const DLTensor* t, int peer, int tag,
                   const hvd_p2p_options* opts, hvd_handle* handle) {
-  hvd_p2p_options o;
-  std::vector<P2POp> ops(1);
+  api::P2POptions o;
+  std::vector<api::P2PMessage> ops(1);
   Status s = CheckInit(fn);
   if (s.ok()) s = ReadP2POptions(opts, &o, fn);
   if (s.ok()) s = ReadOp(fn, "tensor", recv, t, peer, tag, &ops[0]);
@@ -81,7 +57,7 @@ hvd_status Single(const char* fn, bool recv, const DLTensor* t, int peer, int ta
 
 hvd_status Batch(const hvd_p2p_op* in, int count, const hvd_p2p_options* opts, hvd_handle* handle) {
   const char* fn = "hvd_batch_isend_irecv";
-  hvd_p2p_options o;
+  api::P2POptions o;
   Status s = CheckInit(fn);
   if (s.ok()) s = ReadP2POptions(opts, &o, fn);
   if (s.ok() && (count <= 0 || !in || !handle)) {
@@ -93,7 +69,7 @@ hvd_status Batch(const hvd_p2p_op* in, int count, const hvd_p2p_options* opts, h
     s = Status::Invalid(std::string(fn) + ": ops[0].struct_size is " + std::to_string(stride) +
                         "; initialise each op with HVD_P2P_OP_INIT");
   }
-  std::vector<P2POp> ops(s.ok() ? static_cast<size_t>(count) : 0);
+  std::vector<api::P2PMessage> ops(s.ok() ? static_cast<size_t>(count) : 0);
   for (int i = 0; s.ok() && i < count; ++i) {
     const auto* op = reinterpret_cast<const hvd_p2p_op*>(reinterpret_cast<const char*>(in) +
                                                          stride * static_cast<size_t>(i));

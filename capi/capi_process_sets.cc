@@ -1,5 +1,4 @@
 // Process sets: adding and removing them, and this rank's place in one.
-#include <set>
 #include <string>
 
 #include "capi/capi_internal.h"
@@ -14,33 +13,14 @@ hvd_status AddProcessSet(const int32_t* ranks, int n, int32_t* id) {
   if (!s.ok()) return Report(s);
   if (!ranks || n <= 0 || !id)
     return Fail(Code::kInvalidArgument, std::string(fn) + ": needs ranks, n > 0 and id");
-  std::set<int32_t> unique(ranks, ranks + n);
-  const int size = RT().topology().size;
-  if (static_cast<int>(unique.size()) != n || *unique.begin() < 0 || *unique.rbegin() >= size) {
-    return Fail(Code::kInvalidArgument, std::string(fn) + ": ranks must be distinct and in [0, " +
-                                            std::to_string(size) + ")");
-  }
-  TensorEntry e;
-  e.request.type = OpType::kAddProcessSet;
-  e.request.set_ranks.assign(unique.begin(), unique.end());
-  int64_t value = -1;
-  hvd_status st = RunBlocking(fn, std::move(e), 0, &value);
-  if (st == HVD_OK) *id = static_cast<int32_t>(value);
-  return st;
+  return ReportFrom(fn, api::AddProcessSet({ranks, static_cast<size_t>(n)}, id));
 }
 
 hvd_status RemoveProcessSet(int32_t id) {
   const char* fn = "hvd_remove_process_set";
   Status s = CheckInit(fn);
   if (!s.ok()) return Report(s);
-  int rank = 0, size = 0;
-  s = RT().SetInfo(id, &rank, &size);
-  if (s.ok() && id == 0) s = Status::Invalid("the global process set 0 cannot be removed");
-  if (!s.ok()) return Report(Prefixed(fn, s));
-  TensorEntry e;
-  e.request.type = OpType::kRemoveProcessSet;
-  e.request.set_ranks = {id};
-  return RunBlocking(fn, std::move(e), 0, nullptr);
+  return ReportFrom(fn, api::RemoveProcessSet(id));
 }
 
 // This rank's place in set `id`, as `pick(rank, size)`; -1 (and a last
@@ -48,7 +28,7 @@ hvd_status RemoveProcessSet(int32_t id) {
 int SetQuery(const char* fn, int32_t id, int (*pick)(int rank, int size)) {
   return Guarded(fn, -1, [id, pick] {
     int rank = -1, size = -1;
-    Status s = RT().SetInfo(id, &rank, &size);
+    Status s = api::ProcessSetInfo(id, &rank, &size);
     if (!s.ok()) {
       Report(s);
       return -1;

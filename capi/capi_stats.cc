@@ -1,9 +1,8 @@
-// Process-wide counters (core/common/traffic.h).
+// Process-wide counters (api::GetStats).
 #include <algorithm>
 #include <cstring>
 
 #include "capi/capi_internal.h"
-#include "core/common/traffic.h"
 
 extern "C" {
 
@@ -13,10 +12,11 @@ hvd_status hvd_get_stats(hvd_stats* stats) {
       return hvd::capi::Fail(hvd::Code::kInvalidArgument,
                              "hvd_get_stats: stats is NULL or its struct_size is not set");
     }
+    const hvd::api::Stats now = hvd::api::GetStats();
     hvd_stats s;
     s.struct_size = sizeof(hvd_stats);
-    s.allreduced_bytes = hvd::Traffic().allreduced.load(std::memory_order_relaxed);
-    s.host_bytes_moved = hvd::Traffic().moved.load(std::memory_order_relaxed);
+    s.allreduced_bytes = now.allreduced_bytes;
+    s.host_bytes_moved = now.host_bytes_moved;
     // An older caller's smaller struct gets the fields it knows of.
     const size_t n = std::min(stats->struct_size, sizeof(hvd_stats)) - sizeof(size_t);
     std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size_t),

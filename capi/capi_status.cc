@@ -43,11 +43,8 @@ hvd_status ReportFrom(const char* fn, const Status& s) {
 }
 
 Status CheckInit(const char* fn) {
-  if (!RT().initialized()) {
-    return Status(Code::kNotInitialized,
-                  std::string(fn) + ": hvd is not initialized (call hvd_init first)");
-  }
-  return Status::OK();
+  if (api::Initialized()) return Status::OK();
+  return Prefixed(fn, api::CheckInitialized());
 }
 
 void ReportException(const char* fn, const char* what) noexcept {

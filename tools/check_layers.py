@@ -6,6 +6,9 @@ table below is the same rule in code. A file belongs to the layer of the
 first folder of its path that the table names (core/<layer>/..., capi/,
 tools/<program>/); an include "core/<layer>/..." or "capi/..." is checked
 against it. Includes of system and third-party headers are not checked.
+The C layer is held to more: it may include only core/api/api.h and the
+common headers in CAPI_CORE_HEADERS, and each capi/*.cc stays at
+CAPI_MAX_LINES lines or fewer.
 
   check_layers.py [--root DIR]    check the tree (default: this repository)
   check_layers.py --self-test     check that a wrong include is caught
@@ -19,6 +22,7 @@ import tempfile
 
 # The core, top to bottom: a layer may include itself and the layers below.
 CORE_ORDER = [
+    "api",
     "runtime",
     "gpu",
     "ops",
@@ -37,12 +41,17 @@ def below(layer):
     return ["core/" + name + "/" for name in CORE_ORDER[CORE_ORDER.index(layer):]]
 
 
+# The only core headers capi/ may include (exact paths).
+CAPI_CORE_HEADERS = ["core/api/api.h", "core/common/status.h", "core/common/types.h"]
+# The C layer stays thin: no capi/*.cc longer than this.
+CAPI_MAX_LINES = 300
+
 # Who may include what, by the folder a file is in (longest match wins).
 RULES = {"core/" + name + "/": below(name) for name in CORE_ORDER}
 RULES.update({
-    # The C layer asks the runtime; it never reaches into backends or ops.
-    "capi/": ["capi/", "hvd/", "core/runtime/", "core/tensor/", "core/coordination/",
-              "core/rendezvous/", "core/common/"],
+    # The C layer is a translation of the C++ API: core/api/api.h and the two
+    # common headers of the types it takes (status codes, dtypes, devices).
+    "capi/": ["capi/", "hvd/"] + CAPI_CORE_HEADERS,
     # The launcher does not link the core: only its bottom two layers.
     "tools/hvdrun/": ["tools/hvdrun/", "core/rendezvous/", "core/common/"],
     "tools/hvd_bench/": ["tools/hvd_bench/", "hvd/", "core/rendezvous/", "core/common/"],
@@ -86,8 +95,20 @@ def violations(root):
                             path, number, rule.rstrip("/"), header, ", ".join(RULES[rule]))
 
 
+def capi_too_long(root):
+    """Yields a message for every capi/*.cc over CAPI_MAX_LINES lines."""
+    folder = os.path.join(root, "capi")
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".cc"):
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                lines = sum(1 for _ in f)
+            if lines > CAPI_MAX_LINES:
+                yield "capi/%s: %d lines; the C layer's files stay at %d or fewer " \
+                      "(move logic into core/api)" % (name, lines, CAPI_MAX_LINES)
+
+
 def check(root):
-    found = list(violations(root))
+    found = list(violations(root)) + list(capi_too_long(root))
     for v in found:
         print(v)
     if found:
@@ -97,13 +118,33 @@ def check(root):
     return 0
 
 
+def capi_self_test(tmp):
+    """A runtime header in capi/ and an overlong capi/*.cc must both fail."""
+    victim = os.path.join(tmp, "capi", "capi_status.cc")
+    with open(victim, encoding="utf-8") as f:
+        original = f.read()
+    with open(victim, "a", encoding="utf-8") as f:
+        f.write('#include "core/runtime/runtime.h"\n' + "//\n" * CAPI_MAX_LINES)
+    found = list(violations(tmp)) + list(capi_too_long(tmp))
+    with open(victim, "w", encoding="utf-8") as f:
+        f.write(original)
+    if (len(found) == 2 and found[0].startswith("capi/capi_status.cc:") and
+            "lines" in found[1]):
+        print("self-test ok: " + "; ".join(found))
+        return True
+    print("self-test FAILED: a long capi file including runtime/ gave %r" % found)
+    return False
+
+
 def self_test(root):
     """A copy of the tree with one wrong include must fail, naming the file."""
     with tempfile.TemporaryDirectory() as tmp:
         for top in ("core", "capi", "tools"):
             shutil.copytree(os.path.join(root, top), os.path.join(tmp, top))
-        if list(violations(tmp)):
+        if list(violations(tmp)) or list(capi_too_long(tmp)):
             print("self-test: the tree itself already fails; fix that first")
+            return 1
+        if not capi_self_test(tmp):
             return 1
         victim = os.path.join(tmp, "core", "common", "status.h")
         with open(victim, "a", encoding="utf-8") as f:

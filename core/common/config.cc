@@ -142,9 +142,9 @@ Status ParseLoop(Config* c) {
 Status ParseBackends(Config* c) {
   HVD_RETURN_IF_ERROR(ParseBackend("CONTROLLER", &c->controller));
   HVD_RETURN_IF_ERROR(ParseBackend("CPU_OPERATIONS", &c->cpu_operations));
-  HVD_RETURN_IF_ERROR(ParseDouble("GLOO_TIMEOUT_SECONDS", 0.001, &c->gloo_timeout_seconds));
-  ParseString("GLOO_IFACE", &c->gloo_iface);
-  ParseString("GLOO_HOSTNAME", &c->gloo_hostname);
+  HVD_RETURN_IF_ERROR(ParseDouble("GLOO_TIMEOUT_SECONDS", 0.001, &c->peer_timeout_seconds));
+  ParseString("GLOO_IFACE", &c->listen_iface);
+  ParseString("GLOO_HOSTNAME", &c->listen_hostname);
   HVD_RETURN_IF_ERROR(ParseBool("MPI_THREADS_DISABLE", &c->mpi_threads_disable));
   HVD_RETURN_IF_ERROR(
       ParseChoice("CONTROL_CHANNEL", kControlChannels, "auto, tcp or mpi", &c->control_channel));

@@ -53,9 +53,16 @@ struct Config {
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;  // 0 = never
   bool stall_check_disabled = false;
-  double gloo_timeout_seconds = 30.0;
-  std::string gloo_iface;     // empty: HVD_GLOO_HOSTNAME, else towards the rendezvous store
-  std::string gloo_hostname;  // empty: the local address that reaches the store
+  // HVD_GLOO_TIMEOUT_SECONDS (Horovod's name): how long a rank waits for its
+  // peers, on MPI too: connecting (Gloo's world, the TCP negotiation
+  // channel, the cross-host ring), a ring that moves no byte, the negotiated
+  // shutdown; on Gloo also each collective and the shared-memory waits.
+  double peer_timeout_seconds = 30.0;
+  // HVD_GLOO_IFACE and HVD_GLOO_HOSTNAME (Horovod's names): where this
+  // rank's sockets listen, on every backend: Gloo's, the TCP negotiation
+  // channel's coordinator (also under MPI) and the cross-host ring's.
+  std::string listen_iface;     // empty: listen_hostname, else towards the rendezvous store
+  std::string listen_hostname;  // empty: the local address that reaches the store
   // Every operation must complete this long after it was submitted, or it
   // fails with HVD_ERR_TIMEOUT naming the ranks it waited for (0: no
   // deadline). 30 minutes, as torch.distributed: long enough for a rank

@@ -187,16 +187,17 @@ Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* o
 // --network-interface), else an address the others can reach.
 std::string Runtime::BindHost() const {
   std::string host;
-  if (!config_.gloo_iface.empty() && rendezvous::InterfaceAddress(config_.gloo_iface, &host).ok()) {
+  if (!config_.listen_iface.empty() &&
+      rendezvous::InterfaceAddress(config_.listen_iface, &host).ok()) {
     return host;
   }
-  return config_.gloo_hostname.empty() ? ReachableAddress(config_.launch.rendezvous)
-                                       : config_.gloo_hostname;
+  return config_.listen_hostname.empty() ? ReachableAddress(config_.launch.rendezvous)
+                                         : config_.listen_hostname;
 }
 
 Status Runtime::OpenChannel(ProcessSet& ps, const std::string& tag) {
   ControlChannelOptions o;
-  o.timeout_s = config_.gloo_timeout_seconds;
+  o.timeout_s = config_.peer_timeout_seconds;
   o.transport = config_.control_channel;
   // Inside one host MPI's own messages answer sooner: they go through
   // shared memory, and the loop polls while it waits, where a socket adds a
@@ -327,9 +328,9 @@ Status Runtime::Shutdown() {
   // Shutting down is negotiated (no member may be left inside a
   // collective); a coordinator that does not answer is given up on.
   for (SetLoop* loop : loops) {
-    if (!WaitFinished(*loop, config_.gloo_timeout_seconds)) {
+    if (!WaitFinished(*loop, config_.peer_timeout_seconds)) {
       HVD_LOG(kError) << "shutdown: the coordinator did not confirm it within "
-                      << config_.gloo_timeout_seconds << " s; leaving without it";
+                      << config_.peer_timeout_seconds << " s; leaving without it";
       loop->Abandon(Status::ShutDown("hvd has been shut down on this rank"));
     }
     loop->Join();

@@ -24,12 +24,12 @@ namespace {
 // need not resolve.)
 Status DeviceAttr(const Config& config, const RendezvousEndpoint& store,
                   ::gloo::transport::tcp::attr* attr) {
-  if (!config.gloo_iface.empty()) {
-    attr->iface = config.gloo_iface;
+  if (!config.listen_iface.empty()) {
+    attr->iface = config.listen_iface;
     return Status::OK();
   }
-  if (!config.gloo_hostname.empty()) {
-    attr->hostname = config.gloo_hostname;
+  if (!config.listen_hostname.empty()) {
+    attr->hostname = config.listen_hostname;
     return Status::OK();
   }
   if (!store.set) {
@@ -116,7 +116,7 @@ Status WorldPrefix(const Config& config, gloo_backend::KVStore* store, int size,
 
 Status CreateWorld(const Config& config, std::unique_ptr<Comm>* out) {
   auto shared = std::make_shared<GlooShared>();
-  const double seconds = config.gloo_timeout_seconds;
+  const double seconds = config.peer_timeout_seconds;
   shared->timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
   if (shared->timeout.count() < 1) shared->timeout = std::chrono::milliseconds(1);
   shared->host = config.launch.host;

@@ -50,7 +50,7 @@ Status TryTcpRing(const Config& config, const std::string& bind_host, Comm* comm
   std::vector<std::string> names;
   for (int r : set_ranks) names.push_back("rank " + std::to_string(r));
   // As Gloo bounds its operations: no progress for this long is an error.
-  double timeout = config.gloo_timeout_seconds;
+  double timeout = config.peer_timeout_seconds;
   if (config.op_timeout_seconds > 0) timeout = std::min(timeout, config.op_timeout_seconds);
   // Trying costs at most 10 s at init where it may fall back (as the
   // negotiation channel's attempt).

@@ -32,7 +32,7 @@ Status TrySharedMemory(const Config& config, const std::shared_ptr<Comm>& backen
   double timeout = config.op_timeout_seconds;
   if (std::strcmp(name, "Gloo") == 0) {
     timeout =
-        timeout > 0 ? std::min(config.gloo_timeout_seconds, timeout) : config.gloo_timeout_seconds;
+        timeout > 0 ? std::min(config.peer_timeout_seconds, timeout) : config.peer_timeout_seconds;
   }
   std::unique_ptr<ShmComm> shm;
   std::string why;

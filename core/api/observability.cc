@@ -1,0 +1,29 @@
+// Counters, the timeline and the flight recorder, on request.
+#include "core/api/api.h"
+#include "core/common/traffic.h"
+#include "core/runtime/runtime.h"
+
+namespace hvd {
+namespace api {
+
+Stats GetStats() {
+  Stats s;
+  s.allreduced_bytes = Traffic().allreduced.load(std::memory_order_relaxed);
+  s.host_bytes_moved = Traffic().moved.load(std::memory_order_relaxed);
+  return s;
+}
+
+Status StartTimeline(const std::string& path, bool mark_cycles) {
+  return Runtime::Get().StartTimeline(path, mark_cycles);
+}
+
+Status StopTimeline() {
+  return Runtime::Get().StopTimeline();
+}
+
+Status DumpFlightRecord(const std::string& path, const std::string& reason) {
+  return Runtime::Get().DumpFlightRecord(path, reason);
+}
+
+}  // namespace api
+}  // namespace hvd
