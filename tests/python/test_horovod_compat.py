@@ -83,6 +83,11 @@ def test_alltoall_splits_must_be_integers(world):
             hvd.alltoall(x, bad)
     out, received = hvd.alltoall(x, [1.0] * hvd.size())  # a list converts, as in Horovod
     assert out.tolist() == [0.0] * hvd.size() and received.tolist() == [1] * hvd.size()
+    assert received.dtype == torch.int32  # not the data's dtype: splits go back in as splits
+    y = torch.ones(hvd.size(), requires_grad=True)
+    out, received = ht.alltoall(y, torch.ones(hvd.size(), dtype=torch.int32))
+    out.sum().backward()  # backward sends the rows back with the received splits
+    assert y.grad.tolist() == [1.0] * hvd.size()
 
 
 def test_sparse_handle_is_callable(world):

@@ -261,8 +261,9 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
         status, received, _count = _c.hvd_result_splits(h, nranks)
         check(status)
         received = np.asarray(received, dtype=np.int32)
-        if prep.is_torch:
-            received = prep.native.new_tensor(received, device="cpu")
+        if prep.is_torch:  # int32 on the CPU, as Horovod returns them
+            import torch
+            received = torch.from_numpy(received)
         return output, received
     return Handle(hid, (prep, d, opts), finish)
 
