@@ -71,14 +71,19 @@ static void sgd_momentum(float* w, float* buf, const float* g, int64_t n) {
 }
 
 /* Allgather's result goes straight into the full parameter vector. */
+struct params_target {
+  float* w;
+  int64_t n;
+};
+
 static void* into_params(size_t bytes, const int64_t* shape, int ndim, DLDataType dtype,
                          DLDevice device, void* user_data) {
   (void)shape;
   (void)ndim;
   (void)dtype;
   (void)device;
-  const int64_t n = *(const int64_t*)((void**)user_data)[1];
-  return bytes == (size_t)n * sizeof(float) ? ((void**)user_data)[0] : NULL;
+  const struct params_target* t = user_data;
+  return bytes == (size_t)t->n * sizeof(float) ? t->w : NULL; /* NULL fails the allgather */
 }
 
 /* One sharded step: w (all n parameters, identical on every rank) is
@@ -100,10 +105,10 @@ static int zero_step(float* w, float* g, float* shard_w, float* shard_buf, int64
   sgd_momentum(shard_w, shard_buf, (const float*)((char*)mean.data + mean.byte_offset), shard);
   hvd_release(h);
 
-  void* target[2] = {w, &n};
+  struct params_target target = {w, n};
   hvd_op_options opts = HVD_OP_OPTIONS_INIT;
   opts.allocator = into_params;
-  opts.allocator_user_data = target;
+  opts.allocator_user_data = &target;
   DLTensor part = vector_f32(shard_w, shard_shape);
   s = await(hvd_allgather_async("zero.params", &part, &opts, &h), &h);
   if (s != HVD_OK) return fail("allgather", s);
