@@ -78,6 +78,7 @@ Status P2PEngine::Submit(const char* fn, const std::vector<P2POp>& ops,
   state->set_poller([weak] {
     auto core = weak.lock();
     if (!core) return;
+    core->caller_polled.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     Finished finished;
     {
       std::unique_lock<std::mutex> lock(core->mu, std::try_to_lock);
@@ -104,9 +105,27 @@ Status P2PEngine::Submit(const char* fn, const std::vector<P2POp>& ops,
   }
   if (!failed.ok() && posted.empty()) return failed;
   for (size_t i = posted.size(); i < ops.size(); ++i) state->Complete(failed);
+  // A message that is done as soon as it is posted (a small send that MPI
+  // buffers eagerly, a receive whose message is already here) completes on
+  // the caller's thread, without a hand-over to the engine's. Not with a
+  // callback: it would run inside this call, and a callback that posts the
+  // next message could recurse without bound.
+  size_t pending = posted.size();
+  if (!state->has_callback()) {
+    for (size_t i = 0; i < pending;) {
+      Status s;
+      if (!posted[i].request->Test(&s)) {
+        ++i;
+        continue;
+      }
+      state->Complete(c.Named(posted[i], s));
+      posted[i] = std::move(posted[--pending]);
+    }
+  }
+  if (pending == 0) return Status::OK();
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    for (auto& p : posted) c.active.push_back(std::move(p));
+    for (size_t i = 0; i < pending; ++i) c.active.push_back(std::move(posted[i]));
   }
   c.cv.notify_one();
   return Status::OK();
@@ -153,6 +172,9 @@ void P2PEngine::Run() {
   // must not cost a core) or, with nothing pending, until a caller posts.
   // Callers waiting on a handle poll too (HandleState's poller).
   constexpr auto kSpin = std::chrono::microseconds(200);
+  // A caller that polled within kCallerActive is still waiting (it polls
+  // every few microseconds) and completes the messages itself.
+  constexpr auto kCallerActive = std::chrono::microseconds(100);
   Core& c = *core_;
   auto last_progress = Clock::now();
   int64_t sleep_us = 0;
@@ -167,6 +189,14 @@ void P2PEngine::Run() {
         sleep_us = 0;
       }
       if (c.stop) return;
+      const Clock::time_point polled{
+          Clock::duration(c.caller_polled.load(std::memory_order_relaxed))};
+      if (Clock::now() - polled < kCallerActive) {
+        lock.unlock();
+        std::this_thread::sleep_for(kCallerActive / 2);
+        last_progress = Clock::now();  // then spin: the caller may be about to stop
+        continue;
+      }
       if (c.Poll(&finished)) {
         last_progress = Clock::now();
         sleep_us = 0;

@@ -68,6 +68,11 @@ class P2PEngine {
     std::condition_variable cv;
     std::vector<Pending> active;
     bool stop = false;
+    // When a caller waiting in hvd_wait last polled (steady_clock ticks):
+    // while callers poll, they complete every active message and the
+    // engine's thread stays out of their way (no second thread on the lock
+    // and the transport, no core taken from the peer on a busy machine).
+    std::atomic<int64_t> caller_polled{0};
 
     // Tests every active message once (mu held); true if any completed.
     // The caller completes *finished after releasing mu.
