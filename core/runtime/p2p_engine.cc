@@ -8,6 +8,9 @@ namespace hvd {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// A caller waiting in hvd_wait polls every few microseconds; one that polled
+// within this is still waiting, and completes every active message itself.
+constexpr auto kCallerActive = std::chrono::milliseconds(1);
 
 std::string Seconds(double d) {
   std::string s = std::to_string(d);
@@ -60,6 +63,11 @@ std::string P2PEngine::Core::Describe(const Pending& p) const {
          ")";
   }
   return s + ", tag " + std::to_string(p.op.tag) + " (" + std::to_string(p.op.bytes) + " bytes)";
+}
+
+bool P2PEngine::Core::CallerPolling(Clock::duration within) const {
+  const Clock::time_point polled{Clock::duration(caller_polled.load(std::memory_order_relaxed))};
+  return Clock::now() - polled < within;
 }
 
 Status P2PEngine::Core::Named(const Pending& p, const Status& s) const {
@@ -123,11 +131,15 @@ Status P2PEngine::Submit(const char* fn, const std::vector<P2POp>& ops,
     }
   }
   if (pending == 0) return Status::OK();
+  bool wake = true;
   {
     std::lock_guard<std::mutex> lock(c.mu);
     for (size_t i = 0; i < pending; ++i) c.active.push_back(std::move(posted[i]));
+    // While a caller polls, the engine's thread checks back within
+    // kCallerActive anyway: no wake-up (a context switch) per message.
+    wake = c.parked || !c.CallerPolling(kCallerActive);
   }
-  c.cv.notify_one();
+  if (wake) c.cv.notify_one();
   return Status::OK();
 }
 
@@ -172,9 +184,6 @@ void P2PEngine::Run() {
   // must not cost a core) or, with nothing pending, until a caller posts.
   // Callers waiting on a handle poll too (HandleState's poller).
   constexpr auto kSpin = std::chrono::microseconds(200);
-  // A caller that polled within kCallerActive is still waiting (it polls
-  // every few microseconds) and completes the messages itself.
-  constexpr auto kCallerActive = std::chrono::microseconds(100);
   Core& c = *core_;
   auto last_progress = Clock::now();
   int64_t sleep_us = 0;
@@ -184,17 +193,18 @@ void P2PEngine::Run() {
     {
       std::unique_lock<std::mutex> lock(c.mu);
       if (c.active.empty() && Clock::now() - last_progress > kSpin) {
+        c.parked = true;
         c.cv.wait(lock, [&c] { return c.stop || !c.active.empty(); });
+        c.parked = false;
         last_progress = Clock::now();
         sleep_us = 0;
       }
       if (c.stop) return;
-      const Clock::time_point polled{
-          Clock::duration(c.caller_polled.load(std::memory_order_relaxed))};
-      if (Clock::now() - polled < kCallerActive) {
-        lock.unlock();
-        std::this_thread::sleep_for(kCallerActive / 2);
-        last_progress = Clock::now();  // then spin: the caller may be about to stop
+      if (c.CallerPolling(kCallerActive)) {
+        // Leave the messages to the caller; look again in kCallerActive
+        // (posts do not wake this wait, only shutdown does).
+        c.cv.wait_for(lock, kCallerActive, [&c] { return c.stop; });
+        last_progress = Clock::now();  // then spin: the caller may have stopped
         continue;
       }
       if (c.Poll(&finished)) {

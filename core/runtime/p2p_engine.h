@@ -73,6 +73,10 @@ class P2PEngine {
     // engine's thread stays out of their way (no second thread on the lock
     // and the transport, no core taken from the peer on a busy machine).
     std::atomic<int64_t> caller_polled{0};
+    bool parked = false;  // the thread waits for a post, with nothing active (mu)
+    // Whether a caller polled within `within` (the engine may then leave
+    // the messages to it).
+    bool CallerPolling(std::chrono::steady_clock::duration within) const;
 
     // Tests every active message once (mu held); true if any completed.
     // The caller completes *finished after releasing mu.
