@@ -3,7 +3,9 @@
 // are posted on the caller's thread, in call order, on a Comm of their own
 // (a split of the world's controller Comm over all ranks), and one thread
 // polls them to completion, enforces the operation deadline and names the
-// peer in every error.
+// peer in every error. A message done when posted completes on the caller's
+// thread, and callers waiting in hvd_wait poll every active message
+// themselves while the engine's thread stands back.
 #pragma once
 
 #include <atomic>
