@@ -8,6 +8,9 @@ namespace hvd {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// A caller waiting in hvd_wait polls every few microseconds; one that polled
+// within this is still waiting, and completes every active message itself.
+constexpr auto kCallerActive = std::chrono::milliseconds(1);
 
 std::string Seconds(double d) {
   std::string s = std::to_string(d);
@@ -62,6 +65,11 @@ std::string P2PEngine::Core::Describe(const Pending& p) const {
   return s + ", tag " + std::to_string(p.op.tag) + " (" + std::to_string(p.op.bytes) + " bytes)";
 }
 
+bool P2PEngine::Core::CallerPolling(Clock::duration within) const {
+  const Clock::time_point polled{Clock::duration(caller_polled.load(std::memory_order_relaxed))};
+  return Clock::now() - polled < within;
+}
+
 Status P2PEngine::Core::Named(const Pending& p, const Status& s) const {
   if (s.ok()) return s;
   return Status(s.code(), Describe(p) + ": " + s.message());
@@ -78,6 +86,7 @@ Status P2PEngine::Submit(const char* fn, const std::vector<P2POp>& ops,
   state->set_poller([weak] {
     auto core = weak.lock();
     if (!core) return;
+    core->caller_polled.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     Finished finished;
     {
       std::unique_lock<std::mutex> lock(core->mu, std::try_to_lock);
@@ -104,11 +113,33 @@ Status P2PEngine::Submit(const char* fn, const std::vector<P2POp>& ops,
   }
   if (!failed.ok() && posted.empty()) return failed;
   for (size_t i = posted.size(); i < ops.size(); ++i) state->Complete(failed);
+  // A message that is done as soon as it is posted (a small send that MPI
+  // buffers eagerly, a receive whose message is already here) completes on
+  // the caller's thread, without a hand-over to the engine's. Not with a
+  // callback: it would run inside this call, and a callback that posts the
+  // next message could recurse without bound.
+  size_t pending = posted.size();
+  if (!state->has_callback()) {
+    for (size_t i = 0; i < pending;) {
+      Status s;
+      if (!posted[i].request->Test(&s)) {
+        ++i;
+        continue;
+      }
+      state->Complete(c.Named(posted[i], s));
+      posted[i] = std::move(posted[--pending]);
+    }
+  }
+  if (pending == 0) return Status::OK();
+  bool wake = true;
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    for (auto& p : posted) c.active.push_back(std::move(p));
+    for (size_t i = 0; i < pending; ++i) c.active.push_back(std::move(posted[i]));
+    // While a caller polls, the engine's thread checks back within
+    // kCallerActive anyway: no wake-up (a context switch) per message.
+    wake = c.parked || !c.CallerPolling(kCallerActive);
   }
-  c.cv.notify_one();
+  if (wake) c.cv.notify_one();
   return Status::OK();
 }
 
@@ -162,11 +193,20 @@ void P2PEngine::Run() {
     {
       std::unique_lock<std::mutex> lock(c.mu);
       if (c.active.empty() && Clock::now() - last_progress > kSpin) {
+        c.parked = true;
         c.cv.wait(lock, [&c] { return c.stop || !c.active.empty(); });
+        c.parked = false;
         last_progress = Clock::now();
         sleep_us = 0;
       }
       if (c.stop) return;
+      if (c.CallerPolling(kCallerActive)) {
+        // Leave the messages to the caller; look again in kCallerActive
+        // (posts do not wake this wait, only shutdown does).
+        c.cv.wait_for(lock, kCallerActive, [&c] { return c.stop; });
+        last_progress = Clock::now();  // then spin: the caller may have stopped
+        continue;
+      }
       if (c.Poll(&finished)) {
         last_progress = Clock::now();
         sleep_us = 0;

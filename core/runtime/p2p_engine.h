@@ -3,7 +3,9 @@
 // are posted on the caller's thread, in call order, on a Comm of their own
 // (a split of the world's controller Comm over all ranks), and one thread
 // polls them to completion, enforces the operation deadline and names the
-// peer in every error.
+// peer in every error. A message done when posted completes on the caller's
+// thread, and callers waiting in hvd_wait poll every active message
+// themselves while the engine's thread stands back.
 #pragma once
 
 #include <atomic>
@@ -68,6 +70,15 @@ class P2PEngine {
     std::condition_variable cv;
     std::vector<Pending> active;
     bool stop = false;
+    // When a caller waiting in hvd_wait last polled (steady_clock ticks):
+    // while callers poll, they complete every active message and the
+    // engine's thread stays out of their way (no second thread on the lock
+    // and the transport, no core taken from the peer on a busy machine).
+    std::atomic<int64_t> caller_polled{0};
+    bool parked = false;  // the thread waits for a post, with nothing active (mu)
+    // Whether a caller polled within `within` (the engine may then leave
+    // the messages to it).
+    bool CallerPolling(std::chrono::steady_clock::duration within) const;
 
     // Tests every active message once (mu held); true if any completed.
     // The caller completes *finished after releasing mu.

@@ -51,6 +51,8 @@ class HandleState {
 
   // The C API's id for this state, passed to the callback; set before submission.
   void set_id(int64_t id) { id_ = id; }
+  // Whether a completion callback is set; valid before the first completion.
+  bool has_callback() const { return static_cast<bool>(callback_); }
 
   // Called once per covered tensor from the background thread.
   void Complete(const Status& s);

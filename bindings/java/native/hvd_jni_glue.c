@@ -204,4 +204,44 @@ hvd_status hvdj_recv_async(void* scratch, void* data, int64_t* shape, int ndim, 
   opts.process_set = process_set;
   return hvd_recv_async(s ? &s->input : NULL, src, tag, &opts, handle);
 }
+
+/* Batch scratch layout: [hvd_p2p_op op[count]][DLTensor t[count]][int64_t shape[count]]. */
+int64_t hvdj_batch_scratch_bytes(int count) {
+  const size_t n = (size_t)(count > 0 ? count : 0);
+  return (int64_t)(n * (sizeof(hvd_p2p_op) + sizeof(DLTensor) + sizeof(int64_t)));
+}
+
+hvd_status hvdj_batch_set(void* scratch, int count, int index, int recv, void* data,
+                          int64_t elements, int dtype_code, int dtype_bits, int peer, int tag) {
+  /* The Java side sizes scratch and counts ops; a bad index is a bug there. */
+  if (scratch == NULL || ((uintptr_t)scratch % sizeof(int64_t)) != 0 || index < 0 ||
+      index >= count || elements < 0) {
+    return HVD_ERR_INTERNAL;
+  }
+  hvd_p2p_op* op = (hvd_p2p_op*)scratch + index;
+  DLTensor* t = (DLTensor*)((hvd_p2p_op*)scratch + count) + index;
+  int64_t* shape = (int64_t*)((DLTensor*)((hvd_p2p_op*)scratch + count) + count) + index;
+  *shape = elements;
+  memset(t, 0, sizeof *t);
+  t->data = data;
+  t->device.device_type = kDLCPU;
+  t->ndim = 1;
+  t->dtype.code = (uint8_t)dtype_code;
+  t->dtype.bits = (uint8_t)dtype_bits;
+  t->dtype.lanes = 1;
+  t->shape = shape;
+  const hvd_p2p_op init = HVD_P2P_OP_INIT;
+  *op = init;
+  op->kind = recv ? HVD_P2P_RECV : HVD_P2P_SEND;
+  op->tensor = t;
+  op->peer = peer;
+  op->tag = tag;
+  return HVD_OK;
+}
+
+hvd_status hvdj_batch_isend_irecv(void* scratch, int count, int32_t process_set, int64_t* handle) {
+  hvd_p2p_options opts = HVD_P2P_OPTIONS_INIT;
+  opts.process_set = process_set;
+  return hvd_batch_isend_irecv((const hvd_p2p_op*)scratch, count, &opts, handle);
+}
 /* ---- end point to point ---- */

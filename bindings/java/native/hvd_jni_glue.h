@@ -76,6 +76,15 @@ hvd_status hvdj_send_async(void* scratch, void* data, int64_t* shape, int ndim, 
                            int dtype_bits, int dest, int tag, int32_t process_set, int64_t* handle);
 hvd_status hvdj_recv_async(void* scratch, void* data, int64_t* shape, int ndim, int dtype_code,
                            int dtype_bits, int src, int tag, int32_t process_set, int64_t* handle);
+
+/* Batched point to point (hvd_batch_isend_irecv): fill `count` ops of
+ * `scratch` (hvdj_batch_scratch_bytes(count) bytes) with hvdj_batch_set, each
+ * a 1-D tensor of `elements` elements over `data` (recv 0: send, 1: receive),
+ * then post them in index order under one handle. */
+int64_t hvdj_batch_scratch_bytes(int count);
+hvd_status hvdj_batch_set(void* scratch, int count, int index, int recv, void* data,
+                          int64_t elements, int dtype_code, int dtype_bits, int peer, int tag);
+hvd_status hvdj_batch_isend_irecv(void* scratch, int count, int32_t process_set, int64_t* handle);
 /* ---- end point to point ---- */
 
 #ifdef __cplusplus

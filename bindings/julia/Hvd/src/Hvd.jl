@@ -16,7 +16,7 @@ using Libdl
 include("LibHvd.jl")
 using .LibHvd
 
-export HvdError, ReduceOp, Sum, Average, Min, Max, Product, Adasum
+export HvdError, ReduceOp, Sum, Average, Min, Max, Product, Adasum, P2POp
 
 """An hvd error: the C status code and the message of `hvd_last_error`."""
 struct HvdError <: Exception
@@ -279,6 +279,7 @@ function grouped_reducescatter(As::AbstractVector{<:Array{<:Element}}; op::Reduc
         LibHvd.hvd_grouped_reducescatter_async(cnames, ptrs, Cint(length(ptrs)), Cint(op), C_NULL,
                                                handle)
     end
+end
 
 # ------------------------------------------------------- point to point
 
@@ -319,6 +320,55 @@ function recv!(A::Array{<:Element}, src::Integer; tag::Integer = 0)
         end
     end
     return A
+end
+
+"""
+    P2POp(kind, A, peer; tag=0)
+
+One message of `batch_isend_irecv`: `kind` is `:send` (send `A` to rank
+`peer`) or `:recv` (receive the next message from rank `peer` on `tag` into
+`A`, which must have exactly the message's size in bytes).
+"""
+struct P2POp
+    kind::Symbol
+    array::Array
+    peer::Int
+    tag::Int
+    function P2POp(kind::Symbol, A::Array{<:Element}, peer::Integer; tag::Integer = 0)
+        kind in (:send, :recv) || throw(ArgumentError("P2POp: kind must be :send or :recv, got :$kind"))
+        return new(kind, A, Int(peer), Int(tag))
+    end
+end
+
+"""
+    batch_isend_irecv(ops::AbstractVector{P2POp})
+
+Posts every send and receive of `ops` in order as one operation
+(`hvd_batch_isend_irecv`) and waits until all are done; received arrays are
+written in place. Posting a ring's send and receive together needs no
+ordering of sends against receives to avoid a deadlock:
+
+    Hvd.batch_isend_irecv([Hvd.P2POp(:send, mine, next), Hvd.P2POp(:recv, theirs, prev)])
+"""
+function batch_isend_irecv(ops::AbstractVector{P2POp})
+    isempty(ops) && throw(HvdError(LibHvd.HVD_ERR_INVALID_ARGUMENT, "batch_isend_irecv: no ops"))
+    arrays = [op.array for op in ops]
+    shapes = [dims_of(A) for A in arrays]
+    handle = Ref{LibHvd.hvd_handle}(0)
+    GC.@preserve arrays shapes begin
+        ts = [tensor(arrays[i], shapes[i]) for i in eachindex(arrays)]
+        GC.@preserve ts begin
+            cops = [LibHvd.hvd_p2p_op(Csize_t(sizeof(LibHvd.hvd_p2p_op)),
+                                      op.kind === :send ? LibHvd.HVD_P2P_SEND : LibHvd.HVD_P2P_RECV,
+                                      pointer(ts, i), Cint(op.peer), Cint(op.tag))
+                    for (i, op) in enumerate(ops)]
+            GC.@preserve cops begin
+                check(LibHvd.hvd_batch_isend_irecv(cops, Cint(length(cops)), C_NULL, handle))
+                finish(handle[])
+            end
+        end
+    end
+    return nothing
 end
 
 end # module

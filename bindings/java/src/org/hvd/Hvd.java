@@ -302,6 +302,26 @@ public final class Hvd {
     return Ops.p2p(true, data, dtype, src, tag, shape, h -> data);
   }
 
+  /**
+   * Posts every op in order as one operation (hvd_batch_isend_irecv): done
+   * when all are, the first error wins. Posting a ring's send and receive
+   * together needs no ordering of sends against receives to avoid a
+   * deadlock. {@code get()} returns the ops, received arrays written.
+   */
+  public static Handle<P2POp[]> batchIsendIrecv(P2POp... ops) {
+    if (ops == null || ops.length == 0) throw Ops.invalid("batchIsendIrecv needs at least one op");
+    P2POp[] list = ops.clone();
+    ByteBuffer[] staged = new ByteBuffer[list.length];
+    for (int i = 0; i < list.length; i++) {
+      if (list[i] == null) throw Ops.invalid("op " + i + " of the batch is null");
+      staged[i] = list[i].stage();
+    }
+    return Ops.batch(list, staged, h -> {
+      for (int i = 0; i < list.length; i++) list[i].unstage(staged[i]);
+      return list;
+    });
+  }
+
   // ---------------------------------------------------------------- glue
 
   private static int topology(int value) {

@@ -109,6 +109,24 @@ final class Ops {
     return new Handle<>(h[0], fin, scratch, view);
   }
 
+  /**
+   * Batched point to point: {@code staged[i]} is the native memory of
+   * {@code ops[i]}; all are posted in order under one handle.
+   */
+  static <T> Handle<T> batch(P2POp[] ops, ByteBuffer[] staged, Handle.Finisher<T> fin) {
+    Handle.reap();
+    int n = ops.length;
+    ByteBuffer scratch = HostArray.allocate(HvdNative.hvdj_batch_scratch_bytes(n));
+    for (int i = 0; i < n; i++) {
+      P2POp op = ops[i];
+      HvdException.check(HvdNative.hvdj_batch_set(scratch, n, i, op.recv ? 1 : 0, staged[i],
+          op.elements, op.dtype.code, op.dtype.bits, op.peer, op.tag));
+    }
+    long[] h = new long[1];
+    HvdException.check(HvdNative.hvdj_batch_isend_irecv(scratch, n, 0, h));
+    return new Handle<>(h[0], fin, scratch, staged);
+  }
+
   /** Copies an hvd-owned result into a new native-order direct buffer. */
   static ByteBuffer result(long handle) {
     return result(handle, 0);
