@@ -14,6 +14,7 @@
 
 #include "core/backends/control_channel.h"
 #include "core/backends/p2p_request.h"
+#include "core/backends/transport.h"
 #include "core/common/status.h"
 #include "core/common/types.h"
 
@@ -27,6 +28,9 @@ class Comm {
   virtual int size() const = 0;
   // Upper-case backend name used in timeline activities: "MPI", "GLOO", "NCCL".
   virtual const char* backend_name() const = 0;
+  // The transport underneath (decorators report their inner Comm's): what
+  // the data plane decides by, never the name.
+  virtual Transport transport() const { return Transport::kOther; }
   // Whether data calls accept memory on `device` (CPU always for MPI/Gloo).
   virtual bool supports_device(const Device& device) const {
     return device.kind == DeviceKind::kCPU;
@@ -44,10 +48,10 @@ class Comm {
   // that scale the result do it piece by piece, while each is in cache.
   // Decorators with their own algorithm (hierarchical) keep the default.
   virtual int64_t allreduce_chunk_bytes() const { return 0; }
-  // When hierarchical allreduce wraps this Comm, allreduces of fewer bytes
-  // stay here: one flat call, latency-bound, beats the hierarchy's three
-  // steps below this size (measured per backend, docs/scaling.md).
-  virtual int64_t hierarchy_min_bytes() const { return 0; }
+  // From now on, allreduce without busy-waiting: the call runs on a helper
+  // thread beside this process's host-local work (the hierarchy's cross
+  // step). MPI switches to MpiRingAllreduce; others sleep already.
+  virtual void UseQuietAllreduce() {}
 
   // ---- data
   // In place over `count` elements; op is kSum, kMin, kMax or kProduct

@@ -17,10 +17,11 @@ class ForwardingComm : public Comm {
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   const char* backend_name() const override { return inner_->backend_name(); }
+  Transport transport() const override { return inner_->transport(); }
   bool supports_device(const Device& d) const override { return inner_->supports_device(d); }
   void SetAllreduceChunkBytes(int64_t bytes) override { inner_->SetAllreduceChunkBytes(bytes); }
   int64_t fusion_solo_bytes() const override { return inner_->fusion_solo_bytes(); }
-  int64_t hierarchy_min_bytes() const override { return inner_->hierarchy_min_bytes(); }
+  void UseQuietAllreduce() override { inner_->UseQuietAllreduce(); }
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
     return inner_->Allreduce(buf, count, dt, op);

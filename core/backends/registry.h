@@ -38,9 +38,6 @@ const BackendEntry* FindBackend(BackendChoice choice);
 #ifdef HVD_HAVE_MPI
 BackendEntry MpiBackendEntry();
 bool MpiThreadsSupported();
-// Makes `comm` (an MpiComm; false if it is not one) allreduce with
-// MpiRingAllreduce: the cross-host step of hierarchical allreduce.
-bool MpiUseRingAllreduce(Comm* comm);
 #endif
 #ifdef HVD_HAVE_GLOO
 BackendEntry GlooBackendEntry();

@@ -92,7 +92,7 @@ struct Config {
   std::string autotune_log;
   bool hierarchical_allreduce = false;
   // Allreduces of fewer bytes skip the hierarchy (-1: the backend's own
-  // crossover, Comm::hierarchy_min_bytes).
+  // crossover, core/backends/crossovers.h).
   int64_t hierarchical_allreduce_min_bytes = -1;
   bool hierarchical_allgather = false;
   bool mpi_threads_disable = false;

@@ -1,10 +1,12 @@
 // Allreduce: prescale -> sum/min/max/product across ranks -> postscale.
-// One tensor runs in place in the caller's output; several are packed into
-// the fusion buffer, reduced by one collective and copied back out (chunk by
-// chunk beside the network where the backend overlaps its stages), unless
-// they are adjacent in memory (then the caller's memory is reduced directly).
-// Memory work goes through ctx.ops(), so the same code runs on host and CUDA
-// memory.
+// One path: ChooseStrategy picks, once per response, how the tensors reach
+// the set's Comm, from the response and what the Comm the data plane built
+// can do (core/dataplane/plan.h): alone (a set of one rank), gathered (the
+// transport reads and writes the tensors itself), direct (the caller's
+// memory reduced where it lies: one tensor, or tensors back to back), staged
+// (the fusion buffer packed and unpacked chunk by chunk beside the network)
+// or packed (pack, one collective, unpack). Memory work goes through
+// ctx.ops(), so the same code runs on host and CUDA memory.
 #include <algorithm>
 #include <optional>
 
@@ -269,6 +271,50 @@ Status RunAlone(ExecContext& ctx, const Response& r, const Reduction& x,
   return copies.empty() ? Status::OK() : mem.CopyRegions(copies);
 }
 
+// How a response's tensors reach the Comm (see the top of this file).
+enum class Strategy { kAlone, kGathered, kDirect, kStaged, kPacked };
+
+// Tensors back to back whose input and output regions are the same or do
+// not overlap: the collective can read and write them where they lie.
+bool DirectSpan(const Response& r, const Reduction& x, const std::vector<TensorEntry*>& entries,
+                int64_t total) {
+  if (r.prescale != 1.0 || r.device.kind != DeviceKind::kCPU || !Adjacent(entries, r, x.esize)) {
+    return false;
+  }
+  const auto* in = static_cast<const uint8_t*>(entries[0]->input);
+  const auto* out = static_cast<const uint8_t*>(entries[0]->output);
+  const int64_t bytes = total * x.esize;
+  return in == out || out + bytes <= in || in + bytes <= out;
+}
+
+Strategy ChooseStrategy(const ExecContext& ctx, const Response& r, const Reduction& x,
+                        const std::vector<TensorEntry*>& entries, int64_t total) {
+  const bool host = r.device.kind == DeviceKind::kCPU;
+  if (ctx.comm->size() == 1) return Strategy::kAlone;
+  if (host && ctx.comm->gathers()) return Strategy::kGathered;
+  if (entries.size() == 1 || DirectSpan(r, x, entries, total)) return Strategy::kDirect;
+  if (host && ctx.comm->overlaps_stages()) return Strategy::kStaged;
+  return Strategy::kPacked;
+}
+
+// Strategy::kDirect over tensors back to back (DirectSpan).
+Status RunSpan(ExecContext& ctx, const Response& r, const Reduction& x,
+               const std::vector<TensorEntry*>& entries, int64_t total) {
+  return ReduceAndScale(ctx, r, x, entries[0]->input, entries[0]->output, total);
+}
+
+// Strategy::kStaged and kPacked: through the fusion buffer.
+Status RunFused(ExecContext& ctx, const Response& r, const Reduction& x,
+                const std::vector<TensorEntry*>& entries, int64_t total, bool staged) {
+  void* fusion = nullptr;
+  HVD_RETURN_IF_ERROR(ctx.ops().Fusion(total * x.esize, &fusion));
+  auto* base = static_cast<uint8_t*>(fusion);
+  if (staged) return RunStaged(ctx, r, x, entries, base, total);
+  HVD_RETURN_IF_ERROR(PackFusion(ctx, r, x, entries, base));
+  HVD_RETURN_IF_ERROR(Collective(ctx, r, x, base, base, total));
+  return UnpackFusion(ctx, r, x, entries, base, total);
+}
+
 }  // namespace
 
 Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorEntry*>& entries) {
@@ -277,38 +323,23 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
   x.esize = static_cast<int64_t>(DataTypeSize(x.dt));
   x.wire_op = r.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : r.reduce_op;
   x.post = r.postscale * (r.reduce_op == ReduceOp::kAverage ? 1.0 / ctx.comm->size() : 1.0);
-  if (r.device.kind == DeviceKind::kCPU) {
-    int64_t n = 0;
-    for (auto c : r.sizes) n += c;
-    CountAllreduced(n * x.esize);
-  }
-  if (ctx.comm->size() == 1) return RunAlone(ctx, r, x, entries);
-  if (r.device.kind == DeviceKind::kCPU && ctx.comm->gathers()) {
-    return RunGathered(ctx, r, x, entries);
-  }
-  if (entries.size() == 1) return RunSingle(ctx, r, x, entries[0]);
-
-  MemOps& mem = ctx.ops();
   int64_t total = 0;
   for (auto n : r.sizes) total += n;
-  if (r.prescale == 1.0 && r.device.kind == DeviceKind::kCPU && Adjacent(entries, r, x.esize)) {
-    const auto* in = static_cast<const uint8_t*>(entries[0]->input);
-    auto* out = static_cast<uint8_t*>(entries[0]->output);
-    const int64_t bytes = total * x.esize;
-    const bool disjoint = out + bytes <= in || in + bytes <= out;
-    if (in == out || disjoint) {
-      return ReduceAndScale(ctx, r, x, in, out, total);
-    }
+  if (r.device.kind == DeviceKind::kCPU) CountAllreduced(total * x.esize);
+  switch (ChooseStrategy(ctx, r, x, entries, total)) {
+    case Strategy::kAlone:
+      return RunAlone(ctx, r, x, entries);
+    case Strategy::kGathered:
+      return RunGathered(ctx, r, x, entries);
+    case Strategy::kDirect:
+      return entries.size() == 1 ? RunSingle(ctx, r, x, entries[0])
+                                 : RunSpan(ctx, r, x, entries, total);
+    case Strategy::kStaged:
+      return RunFused(ctx, r, x, entries, total, /*staged=*/true);
+    case Strategy::kPacked:
+      break;
   }
-  void* fusion = nullptr;
-  HVD_RETURN_IF_ERROR(mem.Fusion(total * x.esize, &fusion));
-  auto* base = static_cast<uint8_t*>(fusion);
-  if (r.device.kind == DeviceKind::kCPU && ctx.comm->overlaps_stages()) {
-    return RunStaged(ctx, r, x, entries, base, total);
-  }
-  HVD_RETURN_IF_ERROR(PackFusion(ctx, r, x, entries, base));
-  HVD_RETURN_IF_ERROR(Collective(ctx, r, x, base, base, total));
-  return UnpackFusion(ctx, r, x, entries, base, total);
+  return RunFused(ctx, r, x, entries, total, /*staged=*/false);
 }
 
 }  // namespace hvd

@@ -128,7 +128,7 @@ void Runtime::Expire(int32_t set, const Status& why, bool in_collective) {
   if (!in_collective || !data) return;
   // MPI cannot leave a collective that never completes: job_end_ aborts the
   // job. Other backends fail the collective in place.
-  if (std::string(data->backend_name()) != "MPI") data->Abort();
+  if (data->transport() != Transport::kMpi) data->Abort();
 }
 
 }  // namespace hvd

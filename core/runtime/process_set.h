@@ -12,6 +12,7 @@
 #include "core/backends/control_channel.h"
 #include "core/common/config.h"
 #include "core/coordination/fusion.h"
+#include "core/dataplane/plan.h"
 #include "core/runtime/tensor_queue.h"
 
 namespace hvd {
@@ -24,12 +25,13 @@ struct ProcessSet {
   ~ProcessSet();
 
   int32_t id = 0;
-  int64_t submitted = 0;  // this rank's submissions so far (the flight recorder's set_seq)
+  int64_t submitted = 0;   // this rank's submissions so far (the flight recorder's set_seq)
   std::vector<int> ranks;  // global ranks, ascending
   // Null on ranks that are not members. controller_comm is the host
   // backend the channel was opened over (and set-up collectives use).
   std::shared_ptr<Comm> controller_comm;
   std::shared_ptr<Comm> data_comm;
+  DataPlan plan;  // which transport runs which step of data_comm's calls
   std::unique_ptr<ControlChannel> channel;
   TensorQueue queue;
   FusionBuffer fusion;

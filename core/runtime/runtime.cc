@@ -8,10 +8,9 @@
 #include <cstdlib>
 #include <thread>
 
-#include "core/backends/hierarchical/hierarchical_cpu_comm.h"
 #include "core/backends/registry.h"
-#include "core/backends/shm/shm_setup.h"
 #include "core/common/logging.h"
+#include "core/dataplane/build.h"
 #include "core/rendezvous/socket_util.h"
 #include "core/runtime/set_loop.h"
 
@@ -170,14 +169,13 @@ Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* o
   if (topo_.cross_size == 1 && !config_.allreduce_chunk_bytes_fixed) {
     config_.allreduce_chunk_bytes = HostLocalChunkBytes();
   }
-  HVD_RETURN_IF_ERROR(
-      MaybeHierarchicalCpu(config_, config_.launch.host, BindHost(), "world", &world->data_comm));
-  HVD_RETURN_IF_ERROR(
-      MaybeSharedMemoryOnOneHost(config_, config_.launch.host, "world", &world->data_comm));
   for (int r = 0; r < topo_.size; ++r) world->ranks.push_back(r);
+  HVD_RETURN_IF_ERROR(MakeDataPlane(*world, "world"));
   HVD_RETURN_IF_ERROR(OpenChannel(*world, "world"));
   controller_name_ = ctrl_entry->name;
   data_name_ = data_entry->name;
+  controller_choice_ = ctrl_entry->choice;
+  data_choice_ = data_entry->choice;
   *out = std::move(world);
   return Status::OK();
 }
@@ -193,6 +191,16 @@ std::string Runtime::BindHost() const {
   }
   return config_.listen_hostname.empty() ? ReachableAddress(config_.launch.rendezvous)
                                          : config_.listen_hostname;
+}
+
+Status Runtime::MakeDataPlane(ProcessSet& ps, const std::string& tag) {
+  std::vector<std::string> hosts;
+  for (int32_t r : ps.ranks) hosts.push_back(hosts_[static_cast<size_t>(r)]);
+  BuildArgs args;
+  args.inputs = InputsFor(*ps.data_comm, "process set " + std::to_string(ps.id), std::move(hosts));
+  args.tag = tag;
+  args.bind_host = BindHost();
+  return hvd::BuildDataPlane(config_, args, &ps.data_comm, &ps.plan);
 }
 
 Status Runtime::OpenChannel(ProcessSet& ps, const std::string& tag) {
@@ -264,9 +272,9 @@ Status Runtime::Init(const InitArgs& args) {
   {
     // The communicator whose Abort() ends an MPI job (job_end.h).
     std::shared_ptr<Comm> mpi;
-    if (std::string(w.controller_comm->backend_name()) == "MPI") {
+    if (w.controller_comm->transport() == Transport::kMpi) {
       mpi = w.controller_comm;
-    } else if (std::string(w.data_comm->backend_name()) == "MPI") {
+    } else if (w.data_comm->transport() == Transport::kMpi) {
       mpi = w.data_comm;
     }
     job_end_.Arm(std::move(mpi), config_.mpi_abort_on_timeout, kMpiAbortGrace, config_.elastic);
@@ -423,7 +431,8 @@ void Runtime::OnSetFinished(ProcessSet& ps, const Status& final_status) {
 Status Runtime::AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id) {
 #ifdef HVD_HAVE_MPI
   // Each set has its own loop thread, so sets over MPI call it concurrently.
-  const bool on_mpi = std::string(controller_name_) == "mpi" || std::string(data_name_) == "mpi";
+  const bool on_mpi =
+      controller_choice_ == BackendChoice::kMpi || data_choice_ == BackendChoice::kMpi;
   if (on_mpi && !MpiThreadsSupported()) {
     return Status::Unsupported(
         "process sets over MPI need MPI_THREAD_MULTIPLE (unset HVD_MPI_THREADS_DISABLE, or "
@@ -445,10 +454,7 @@ Status Runtime::AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id) {
       HVD_RETURN_IF_ERROR(world->data_comm->Split(ps->ranks, tag + ".data", &c));
       ps->data_comm = std::shared_ptr<Comm>(std::move(c));
     }
-    HVD_RETURN_IF_ERROR(
-        MaybeHierarchicalCpu(config_, config_.launch.host, BindHost(), tag, &ps->data_comm));
-    HVD_RETURN_IF_ERROR(
-        MaybeSharedMemoryOnOneHost(config_, config_.launch.host, tag, &ps->data_comm));
+    HVD_RETURN_IF_ERROR(MakeDataPlane(*ps, tag));
     HVD_RETURN_IF_ERROR(OpenChannel(*ps, tag));
     StartLoop(*ps);
   }

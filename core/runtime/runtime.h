@@ -104,6 +104,9 @@ class Runtime {
   Status AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id);
   Status RemoveProcessSet(int32_t id);
   // Collective over ps's controller Comm; `tag` names the set in the log.
+  // The set's data communicator and its plan (core/dataplane/), from the
+  // backend's Comm and the members' hosts. Collective over the members.
+  Status MakeDataPlane(ProcessSet& ps, const std::string& tag);
   Status OpenChannel(ProcessSet& ps, const std::string& tag);
   std::string BindHost() const;
   void StartLoop(ProcessSet& ps);
@@ -129,6 +132,8 @@ class Runtime {
   std::vector<std::string> hosts_;  // by world rank
   const char* controller_name_ = "";
   const char* data_name_ = "";
+  BackendChoice controller_choice_ = BackendChoice::kAuto;
+  BackendChoice data_choice_ = BackendChoice::kAuto;
   Timeline timeline_;
   TunedParams tuned_;  // the settings a new set starts with
   std::unique_ptr<Autotuner> autotuner_;

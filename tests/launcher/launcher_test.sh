@@ -134,6 +134,21 @@ output_files)
   grep -qx "hvdrun: cannot create directory $TMP/plainfile: a file of that name exists" "$TMP/err" || fail "no clear error"
   [ ! -s "$TMP/out" ] || fail "a rank started"
   ;;
+explain)
+  # hvdrun --explain prints the plan that every rank then logs at
+  # HVD_LOG_LEVEL=info: this machine under two names is two hosts (2 + 2).
+  H=$(hostname)
+  run --explain -np 4 -H "localhost:2,$H:2"
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  grep -q '^ranks 0-3: process set 0 (gloo, 4 ranks on 2 hosts): allreduce <= 64 KiB: gloo; allreduce > 64 KiB: shm reduce-scatter -> tcp ring' "$TMP/out" ||
+    fail "unexpected plan"
+  sed 's/^ranks 0-3: //' "$TMP/out" > "$TMP/explained"
+  HVD_LOG_LEVEL=info run -np 4 -H "localhost:2,$H:2" "$TOPO"
+  [ "$rc" = 0 ] || fail "exit code $rc"
+  sed -n 's/^.*\(process set 0 (gloo.*\)$/\1/p' "$TMP/err" | sort -u > "$TMP/logged"
+  diff -u "$TMP/explained" "$TMP/logged" >&2 || fail "the ranks logged another plan"
+  [ "$(grep -c 'process set 0 (gloo' "$TMP/err")" = 4 ] || fail "not every rank logged its plan"
+  ;;
 topology)
   # hvd's own topology through the C API, with this machine under two names
   # (hosts are told apart by HVD_HOSTNAME): 2 + 2 ranks is homogeneous,

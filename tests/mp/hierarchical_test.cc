@@ -1,4 +1,4 @@
-// Hierarchical CPU allreduce (core/backends/hierarchical) across hosts, any
+// Hierarchical CPU allreduce (core/dataplane/decorators/hierarchical_cpu_comm.h) across hosts, any
 // placement, even or not: run by tests/launcher/hierarchical_test.sh under
 // hvdrun -H and hvdrun --mpi over network-namespace hosts, with a small
 // HVD_ALLREDUCE_CHUNK_BYTES so that modest tensors already go through the

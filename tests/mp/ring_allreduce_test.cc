@@ -1,7 +1,7 @@
 // The two ring allreduces of hierarchical allreduce's cross-host step on
 // their own, under mpirun at np 2-4: MpiRingAllreduce
 // (core/backends/mpi/mpi_ring_allreduce.cc) and TcpRing
-// (core/backends/tcp/tcp_ring.cc, on loopback sockets, set up over an
+// (core/algorithms/tcp_ring.cc, on loopback sockets, set up over an
 // MpiComm). Exact results on every rank for counts below, at and around
 // multiples of the ranks and of the piece size (so blocks of unequal
 // length, a short last piece and an empty one), tiny pieces (many messages
@@ -24,7 +24,7 @@
 
 #include "core/backends/mpi/mpi_comm.h"
 #include "core/backends/mpi/mpi_ring_allreduce.h"
-#include "core/backends/tcp/tcp_ring.h"
+#include "core/algorithms/tcp_ring.h"
 #include "core/common/types.h"
 #include "tests/mp/small_values.h"
 

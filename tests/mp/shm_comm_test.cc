@@ -1,4 +1,4 @@
-// ShmComm (core/backends/shm/shm_comm.cc) on its own, under mpirun at np 2-4
+// ShmComm (core/dataplane/decorators/shm_comm.cc) on its own, under mpirun at np 2-4
 // on one host, set up over an MpiComm: exact allreduce, reduce-scatter,
 // allgather, broadcast and alltoall results on every rank for sizes below, at and
 // around multiples of the slot (many rounds, a short last round, uneven and empty blocks),
@@ -6,7 +6,7 @@
 // segment leaves nothing in /dev/shm; a member that does not arrive times
 // out (then every later call fails), and Abort from another thread ends a
 // wait at once.
-#include "core/backends/shm/shm_comm.h"
+#include "core/dataplane/decorators/shm_comm.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>

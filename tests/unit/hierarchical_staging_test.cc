@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backends/hierarchical/hierarchical_cpu_comm.h"
+#include "core/dataplane/decorators/hierarchical_cpu_comm.h"
 
 namespace hvd {
 namespace {

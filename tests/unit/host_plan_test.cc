@@ -1,6 +1,6 @@
 // PlanHosts: which ranks share a host and who carries which share of a
-// hierarchical CPU allreduce across hosts (core/backends/hierarchical).
-#include "core/backends/hierarchical/host_plan.h"
+// hierarchical CPU allreduce across hosts (core/dataplane).
+#include "core/dataplane/host_plan.h"
 
 #include <gtest/gtest.h>
 

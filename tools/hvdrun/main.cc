@@ -14,6 +14,7 @@
 #include "tools/hvdrun/command.h"
 #include "tools/hvdrun/elastic_discovery.h"
 #include "tools/hvdrun/elastic_driver.h"
+#include "tools/hvdrun/explain.h"
 #include "tools/hvdrun/hosts.h"
 #include "tools/hvdrun/job_env.h"
 #include "tools/hvdrun/mpi_launch.h"
@@ -101,6 +102,13 @@ int Main(int argc, char** argv) {
     s = PlaceRanks(options.np, hosts, &ranks);
   }
   if (!s.ok()) return Fail(s, 2);
+  if (options.explain) {
+    std::string report;
+    s = ExplainReport(options, ranks, &report);
+    if (!s.ok()) return Fail(s, 2);
+    std::fputs(report.c_str(), stdout);
+    return 0;
+  }
 
   if (options.mode == LaunchMode::kMpi) return ExecMpirun(options, ranks);
   if (!options.output_dir.empty()) {

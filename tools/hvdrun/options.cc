@@ -162,6 +162,8 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out,
       o.verbose = true;
     } else if (arg == "--check-build" || arg == "-cb") {
       o.check_build = true;
+    } else if (arg == "--explain") {
+      o.explain = true;
     } else if (arg == "--help" || arg == "-h") {
       o.help = true;
     } else if (arg == "--output-filename") {
@@ -178,7 +180,9 @@ Status ParseOptions(const std::vector<std::string>& args, Options* out,
   if (!o.help && !o.check_build) {
     HVD_RETURN_IF_ERROR(UseAllocationHosts(allocation_hosts, &np_given, &o));
     if (!np_given && !o.elastic) return Status::Invalid("-np N is required (see hvdrun --help)");
-    if (o.command.empty()) return Status::Invalid("no program to run (see hvdrun --help)");
+    if (o.command.empty() && !o.explain) {
+      return Status::Invalid("no program to run (see hvdrun --help)");
+    }
     if (!o.hosts.empty() && !o.hostfile.empty()) {
       return Status::Invalid("-H and --hostfile are mutually exclusive");
     }
@@ -248,6 +252,9 @@ Elastic training (docs/elastic.md): workers may die or join while the job runs.
   -v, --verbose             Print the hosts, the rendezvous address and every
                             command hvdrun starts.
   -cb, --check-build        Print the backends this build of hvd has and exit.
+  --explain                 Print which transport would run which step of the
+                            job's collectives (the plan each rank logs at
+                            HVD_LOG_LEVEL=info) and exit; no program needed.
   -h, --help                Print this help and exit.
   --                        End of hvdrun's options; the program follows.
 Tuning (horovodrun's flags): each sets an HVD_* variable for every rank,

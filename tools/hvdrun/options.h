@@ -25,6 +25,7 @@ struct Options {
   double grace_seconds = 3.0;  // SIGTERM -> SIGKILL when the job stops
   bool verbose = false;
   bool check_build = false;
+  bool explain = false;  // --explain: print the data plane's plan, start nothing
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
   // HVD_* variables set by horovodrun's tuning flags (tuning_flags.h), in

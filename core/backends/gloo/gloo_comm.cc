@@ -18,6 +18,7 @@
 #include <numeric>
 #include <utility>
 
+#include "core/backends/crossovers.h"
 #include "core/backends/gloo/gloo_error.h"
 #include "core/backends/gloo/gloo_reduce.h"
 #include "core/backends/tcp/tcp_channel.h"
@@ -35,16 +36,6 @@ namespace {
 // prefixes 0x01..0x08, so 0x7d never collides with them.
 constexpr uint8_t kHvdReduceScatterSlotPrefix = 0x7d;
 constexpr uint8_t kHvdSendRecvSlotPrefix = 0x7c;
-
-// Up to this many bytes an allreduce runs Gloo's bcube (recursive halving and
-// doubling: 2*log2(P) exchanges for P a power of 2) instead of its ring, which
-// cuts the buffer into 2P segments and sends 2(P-1) of them one after another
-// in each of its two phases. Every message wakes Gloo's event loop, which
-// spins while this rank's own thread holds the pair's lock; on few cores that
-// spinning, not the wire, sets a small ring's time, and it grows with the
-// ring's message count (docs/scaling.md). Bcube sends no more bytes per
-// rank than the ring.
-constexpr size_t kGlooBcubeMaxBytes = 64 * 1024;
 
 // Gloo wants a mutable pointer even for buffers it only reads, and a real
 // pointer even for zero bytes.
@@ -195,10 +186,6 @@ Status GlooComm::CheckPerRank(const char* op, const char* what,
 
 // ---- data
 
-int64_t GlooComm::hierarchy_min_bytes() const {
-  return static_cast<int64_t>(kGlooBcubeMaxBytes) + 1;
-}
-
 Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
   if (count < 0) return Status::Invalid("Gloo allreduce: negative element count");
   ReduceFn fn;
@@ -208,7 +195,7 @@ Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
     gloo::AllreduceOptions opts(context_);
     const size_t elem = DataTypeSize(dt);
     SetAllreduceOutput(&opts, buf, static_cast<size_t>(count), elem);
-    if (static_cast<size_t>(count) * elem <= kGlooBcubeMaxBytes) {
+    if (count * static_cast<int64_t>(elem) <= kGlooBcubeMaxBytes) {
       opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
     }
     opts.setReduceFunction(fn);

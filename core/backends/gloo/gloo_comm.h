@@ -69,9 +69,7 @@ class GlooComm : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* backend_name() const override { return "GLOO"; }
-  // Up to the bcube limit the flat allreduce beat the hierarchy across
-  // 1 Gbit/s hosts; above it Gloo's ring lost to it.
-  int64_t hierarchy_min_bytes() const override;
+  Transport transport() const override { return Transport::kGloo; }
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;

@@ -212,7 +212,7 @@ Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
   return Status::OK();
 }
 
-void MpiComm::UseRingAllreduce() {
+void MpiComm::UseQuietAllreduce() {
   const int64_t piece = RingPieceBytes(MpiRingAllreduce::kDefaultPieceBytes);
   if (piece != MpiRingAllreduce::kDefaultPieceBytes && rank_ == 0) {
     HVD_LOG(kInfo) << "MPI: Open MPI's TCP transport runs with its emulated RDMA put "
@@ -220,12 +220,6 @@ void MpiComm::UseRingAllreduce() {
                    << piece << " bytes, within its eager limit";
   }
   ring_ = std::make_unique<MpiRingAllreduce>(piece);
-}
-
-bool MpiUseRingAllreduce(Comm* comm) {
-  auto* mpi = dynamic_cast<MpiComm*>(comm);
-  if (mpi) mpi->UseRingAllreduce();
-  return mpi != nullptr;
 }
 
 Status MpiComm::OpenControlChannel(const ControlChannelOptions& options,

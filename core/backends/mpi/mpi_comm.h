@@ -25,12 +25,10 @@ class MpiComm : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* backend_name() const override { return "MPI"; }
+  Transport transport() const override { return Transport::kMpi; }
   void SetAllreduceChunkBytes(int64_t bytes) override { chunk_bytes_ = bytes; }
   int64_t fusion_solo_bytes() const override { return chunk_bytes_ / 4; }
   int64_t allreduce_chunk_bytes() const override { return chunk_bytes_; }
-  // Open MPI's flat allreduce (recursive doubling, then Rabenseifner) beat
-  // the hierarchy up to 1 MiB and lost at 4 MiB across 1 Gbit/s hosts.
-  int64_t hierarchy_min_bytes() const override { return int64_t{2} << 20; }
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
@@ -62,7 +60,7 @@ class MpiComm : public Comm {
   // From now on Allreduce runs as MpiRingAllreduce (nonblocking pieces,
   // waits by sleeping) instead of MPI_Allreduce: for the cross-host step of
   // hierarchical allreduce, which runs beside another thread's MPI calls.
-  void UseRingAllreduce();
+  void UseQuietAllreduce() override;
 
  private:
   Status Check(int rc, const char* what);
@@ -71,7 +69,7 @@ class MpiComm : public Comm {
   int64_t chunk_bytes_;
   int rank_ = 0;
   int size_ = 1;
-  std::unique_ptr<MpiRingAllreduce> ring_;  // set by UseRingAllreduce
+  std::unique_ptr<MpiRingAllreduce> ring_;  // set by UseQuietAllreduce
 };
 
 // MPI datatype and op for hvd's types; 16-bit floats use user-defined ops

@@ -39,6 +39,7 @@ class NcclComm : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* backend_name() const override { return "NCCL"; }
+  Transport transport() const override { return Transport::kNccl; }
   bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;

@@ -17,6 +17,7 @@ class StagingComm : public Comm {
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
   const char* backend_name() const override { return host_->backend_name(); }
+  Transport transport() const override { return host_->transport(); }
   bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
 
   Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;

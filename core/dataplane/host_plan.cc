@@ -1,4 +1,4 @@
-#include "core/backends/hierarchical/host_plan.h"
+#include "core/dataplane/host_plan.h"
 
 #include <algorithm>
 #include <map>

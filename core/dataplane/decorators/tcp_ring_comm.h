@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "core/backends/forwarding_comm.h"
-#include "core/backends/tcp/tcp_ring.h"
+#include "core/algorithms/tcp_ring.h"
 
 namespace hvd {
 

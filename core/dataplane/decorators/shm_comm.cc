@@ -1,4 +1,4 @@
-#include "core/backends/shm/shm_comm.h"
+#include "core/dataplane/decorators/shm_comm.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/backends/shm/futex.h"
+#include "core/dataplane/decorators/futex.h"
 #include "core/backends/tcp/tcp_link.h"
 #include "core/common/reduce.h"
 #include "core/common/spin_lock.h"

@@ -11,7 +11,7 @@
 #include <cerrno>
 
 #include "core/backends/tcp/tcp_link.h"
-#include "core/backends/tcp/tcp_ring.h"
+#include "core/algorithms/tcp_ring.h"
 
 namespace hvd {
 

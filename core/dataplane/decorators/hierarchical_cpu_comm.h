@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "core/backends/forwarding_comm.h"
-#include "core/backends/hierarchical/host_plan.h"
-#include "core/backends/hierarchical/pipeline_worker.h"
 #include "core/common/config.h"
+#include "core/dataplane/decorators/pipeline_worker.h"
+#include "core/dataplane/host_plan.h"
 
 namespace hvd {
 
@@ -74,7 +74,7 @@ class HierarchicalCpuComm : public ForwardingComm {
   Status Serial(const Call& call);
   Status Pipelined(const Call& call);
 
-  std::shared_ptr<Comm> local_;  // shared memory on Gloo (shm_setup.h)
+  std::shared_ptr<Comm> local_;  // shared memory where it can be (dataplane/build.h)
   std::unique_ptr<Comm> cross_;
   HostPlan plan_;
   bool concurrent_;
@@ -83,21 +83,5 @@ class HierarchicalCpuComm : public ForwardingComm {
   std::vector<uint8_t> scratch_;            // two share slots, reused across calls
   std::unique_ptr<PipelineWorker> worker_;  // started on the first pipelined call
 };
-
-// The hook where a process set's data communicator is made: when the set's
-// ranks span more than one host and some host holds more than one rank,
-// wraps *data in HierarchicalCpuComm: by default on Gloo and on MPI with
-// MPI_THREAD_MULTIPLE, on any backend with HVD_HIERARCHICAL_ALLREDUCE=1,
-// never with HVD_HIERARCHICAL_ALLREDUCE=0. The cross-host step is a TcpRing
-// (HVD_HIERARCHICAL_CROSS), else MpiRingAllreduce on MPI, Gloo's ring on
-// Gloo. Where every host holds one rank, that step is all there is: on
-// MPI (and on Gloo with HVD_HIERARCHICAL_CROSS=tcp) the set's large
-// allreduces run on a TcpRing over all its ranks (TcpRingComm); otherwise
-// nothing changes. Collective over the set's members; `host_key` names this rank's
-// host, `bind_host` is an address of it the other hosts reach, `tag` is
-// unique per set and equal on its members.
-Status MaybeHierarchicalCpu(const Config& config, const std::string& host_key,
-                            const std::string& bind_host, const std::string& tag,
-                            std::shared_ptr<Comm>* data);
 
 }  // namespace hvd

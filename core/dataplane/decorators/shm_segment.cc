@@ -1,4 +1,4 @@
-#include "core/backends/shm/shm_segment.h"
+#include "core/dataplane/decorators/shm_segment.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "core/backends/hierarchical/pipeline_worker.h"
+#include "core/dataplane/decorators/pipeline_worker.h"
 
 #ifdef __linux__
 #include <sys/prctl.h>

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "core/backends/forwarding_comm.h"
-#include "core/backends/shm/shm_segment.h"
+#include "core/dataplane/decorators/shm_segment.h"
 
 namespace hvd {
 

@@ -1,4 +1,4 @@
-#include "core/backends/tcp/tcp_ring.h"
+#include "core/algorithms/tcp_ring.h"
 
 #include <fcntl.h>
 #include <poll.h>
