@@ -167,10 +167,9 @@ void Coordinator::DecideFull(int64_t seq, std::vector<Action>* out, int64_t* byt
     int count = static_cast<int>(p.requests.size());
     for (int r : joined_) count += p.seen[r] ? 0 : 1;
     const Request& first = p.requests.front();
-    // While ranks are joined only allreduce can run, so anything else is
-    // refused at the first request: ranks that name it differently (an
-    // unnamed op that some ranks skipped) would otherwise wait for each other.
-    const bool refused = !joined_.empty() && first.type != OpType::kAllreduce;
+    // Refused at the first request, not after every rank asked: ranks that
+    // name it differently (an unnamed op some skipped) would wait for each other.
+    const bool refused = RefusedWhileJoined(first.type, joined_);
     if (count < size_ && !refused) {
       keep.push_back(std::move(name));
       continue;
@@ -217,7 +216,7 @@ void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
     for (uint64_t m = ready; m != 0; m &= m - 1) {
       const auto slot = static_cast<int32_t>(i * 64 + static_cast<size_t>(__builtin_ctzll(m)));
       const Response& r = *cache_.response(slot);
-      if (!joined_.empty() && r.type != OpType::kAllreduce) {
+      if (RefusedWhileJoined(r.type, joined_)) {
         // Joined ranks hold no entry for it: fail it as a fresh request would.
         out->push_back(Action());
         out->back().kind = Action::kRun;

@@ -154,9 +154,7 @@ Response DecideResponse(const std::string& name, std::vector<Request> qs,
       return r;
     }
   }
-  // Joined ranks hold no entry for anything but allreduce (where they send
-  // zeros), so everything else is refused until all ranks have joined.
-  if (!joined.empty() && ref.type != OpType::kAllreduce) {
+  if (RefusedWhileJoined(ref.type, joined)) {
     r.error_code = Code::kInvalidArgument;
     r.error = op + " of tensor '" + name + "' cannot run while ranks " +
               RankList(std::vector<int>(joined.begin(), joined.end())) +

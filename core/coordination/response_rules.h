@@ -18,6 +18,12 @@ namespace hvd {
 Response DecideResponse(const std::string& name, std::vector<Request> requests,
                         const std::set<int32_t>& joined, int set_size);
 
+// Joined ranks hold no entry for anything but allreduce (where they send
+// zeros), so every other op is refused while any rank is joined.
+inline bool RefusedWhileJoined(OpType type, const std::set<int32_t>& joined) {
+  return !joined.empty() && type != OpType::kAllreduce;
+}
+
 // Checks what a peer sent before the coordinator trusts it: the C API
 // validates requests before they leave a rank, so this stops a corrupted or
 // hostile peer from making the coordinator overflow or read out of bounds.
