@@ -37,20 +37,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "launches"))
+from run_training import horovod_example  # noqa: E402  (Horovod's script, src or mirror)
 MIRROR = "/work/.mirror/horovod+horovod/repo"
 ADASUM = "examples/adasum/adasum_small_model.py"
 ELASTIC = "examples/elastic/pytorch/pytorch_synthetic_benchmark_elastic.py"
 PY = "/usr/bin/python3"
-
-
-def example(args, rel, tmp):
-    """Horovod's example script, from --horovod-src or the mirror (v0.28.1)."""
-    if args.horovod_src:
-        return os.path.join(args.horovod_src, rel)
-    path = os.path.join(tmp, os.path.basename(rel))
-    with open(path, "wb") as f:
-        f.write(subprocess.check_output(["git", "-C", args.mirror, "show", "v0.28.1:" + rel]))
-    return path
 
 
 def launcher(args, impl):
@@ -70,7 +62,7 @@ def last_stdout(text):
 
 
 def run_adasum(args, tmp):
-    script = example(args, ADASUM, tmp)
+    script = horovod_example(args, tmp, ADASUM)
     agree = total = 0
     grid = itertools.product(["square", "cubic"], ["Average", "Adasum"],
                              ["0.1", "0.01", "0.001"], ["0.5", "1", "2"])
@@ -154,7 +146,7 @@ def run_elastic_once(args, impl, script, tmp):
 
 
 def run_elastic(args, tmp):
-    script = example(args, ELASTIC, tmp)
+    script = horovod_example(args, tmp, ELASTIC)
     os.makedirs(args.logs, exist_ok=True)
     print("impl     rc  kill->resumed (s)  kill->next iter (s)  total img/s  wall (s)")
     for rep in range(args.reps):

@@ -53,17 +53,18 @@ def init(*args, **kwargs):  # Horovod: a second init() is a no-op
 '''
 
 
-def horovod_example(args, tmp):
-    """Path of Horovod's script: from --horovod-src, else from the mirror."""
+def horovod_example(args, tmp, rel=EXAMPLE):
+    """Path of Horovod's script `rel`: from --horovod-src, else from the
+    mirror (v0.28.1). bench/horovod/run_examples.py uses it too."""
     if args.horovod_src:
-        path = os.path.join(args.horovod_src, EXAMPLE)
+        path = os.path.join(args.horovod_src, rel)
         if not os.path.exists(path):
-            raise SystemExit("run_training: no %s" % path)
+            raise SystemExit("no %s" % path)
         return path
-    path = os.path.join(tmp, os.path.basename(EXAMPLE))
+    path = os.path.join(tmp, os.path.basename(rel))
     with open(path, "w") as f:
         f.write(subprocess.check_output(
-            ["git", "-C", args.mirror, "show", "v0.28.1:" + EXAMPLE], text=True))
+            ["git", "-C", args.mirror, "show", "v0.28.1:" + rel], text=True))
     return path
 
 
