@@ -63,6 +63,32 @@ def read_csv(path):
     return out
 
 
+CPU_FIELDS = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
+
+
+def cpu_times():
+    """The host's CPU time by kind (/proc/stat): steal is time the hypervisor
+    gave our virtual cores to someone else, the one cause outside the VM."""
+    with open("/proc/stat") as f:
+        vals = [int(v) for v in f.readline().split()[1:1 + len(CPU_FIELDS)]]
+    return dict(zip(CPU_FIELDS, vals))
+
+
+def cpu_shares(before, after):
+    d = {k: after[k] - before[k] for k in CPU_FIELDS}
+    total = sum(d.values()) or 1
+    return {k: 100.0 * v / total for k, v in d.items()}
+
+
+def perf_wrap(cmd, out, tag):
+    """Each rank under `perf stat` (software events: this VM has no hardware
+    counters), one file per rank, so a slow launch can be set beside a fast one."""
+    events = "task-clock,context-switches,cpu-migrations,page-faults"
+    dest = os.path.join(out, "perf_%s.rank" % tag)
+    return ["sh", "-c", 'exec perf stat -x, -e %s -o "%s$OMPI_COMM_WORLD_RANK" -- "$@"'
+            % (events, dest), "sh"] + cmd
+
+
 class Runner:
     def __init__(self, args):
         self.args = args
@@ -78,6 +104,7 @@ class Runner:
         self.env.setdefault("OMP_NUM_THREADS", "1")
 
     def run(self, cmd, tag):
+        cpu0 = cpu_times()
         t0 = time.time()
         line = "%s %s load=%s + %s" % (
             datetime.datetime.utcnow().strftime("%H:%M:%S"), tag,
@@ -89,7 +116,11 @@ class Runner:
             p = subprocess.run(cmd, env=self.env, stdout=f, stderr=subprocess.STDOUT,
                                timeout=self.args.launch_timeout)
         dt = time.time() - t0
-        self.log.write("  exit %d after %.1f s\n" % (p.returncode, dt))
+        shares = cpu_shares(cpu0, cpu_times())
+        self.log.write("  exit %d after %.1f s; cpu %s\n" % (
+            p.returncode, dt, " ".join("%s=%.1f%%" % kv for kv in shares.items())))
+        with open(os.path.join(self.args.out, "cpu.csv"), "a") as f:
+            f.write("%s,%.1f,%s\n" % (tag, dt, ",".join("%.2f" % v for v in shares.values())))
         self.log.flush()
         if p.returncode != 0:
             with open(path) as f:
@@ -102,11 +133,13 @@ class Runner:
         a, out = self.args, self.args.out
         bench = os.path.join(a.build, "bin", "hvd_bench")
         common = ["--rounds", str(a.rounds)]
-        big = MPIRUN + [bench, "--workloads", ",".join(a.large), "--iters", str(a.iters),
-                        "--warmup", str(a.warmup), "--csv", os.path.join(out, "c_%02d.csv" % i)]
-        small = MPIRUN + [bench, "--workloads", "W4", "--csv",
-                          os.path.join(out, "c_w4_%02d.csv" % i)]
-        return self.run(big + common, "c_%02d" % i) + self.run(small + common, "c_w4_%02d" % i)
+        wrap = (lambda c, t: perf_wrap(c, out, t)) if a.perf else (lambda c, t: c)
+        big = MPIRUN + wrap([bench, "--workloads", ",".join(a.large), "--iters", str(a.iters),
+                             "--warmup", str(a.warmup), "--csv", os.path.join(out, "c_%02d.csv" % i)]
+                            + common, "c_%02d" % i)
+        small = MPIRUN + wrap([bench, "--workloads", "W4", "--csv",
+                               os.path.join(out, "c_w4_%02d.csv" % i)] + common, "c_w4_%02d" % i)
+        return self.run(big, "c_%02d" % i) + self.run(small, "c_w4_%02d" % i)
 
     def python(self, i):
         a = self.args
@@ -267,6 +300,8 @@ def main():
                    help="Python binding: hvd.torch (default) or horovod.torch")
     p.add_argument("--pythonpath", help="prepended to PYTHONPATH for the Python run "
                    "(e.g. /work/horovod-install with --module horovod.torch)")
+    p.add_argument("--perf", action="store_true",
+                   help="run each hvd_bench rank under perf stat (OUT_DIR/perf_*.rankN)")
     p.add_argument("--what", choices=["both", "c", "torch"], default="both")
     p.add_argument("--launch-timeout", type=int, default=900, help="seconds per mpirun")
     p.add_argument("--out", help="output directory (default /tmp/bench-launches-<time>)")

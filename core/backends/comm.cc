@@ -15,6 +15,11 @@ Status Comm::AllreduceStaged(const void* in, void* out, int64_t count, DataType 
   return AllreduceStagedInTurn(*this, in, out, count, dt, op, fill, drain);
 }
 
+Status Comm::AllreduceDirect(const std::vector<DirectRegion>&, int64_t, DataType, ReduceOp,
+                             double) {
+  return Status::Internal(std::string(backend_name()) + " has no direct allreduce");
+}
+
 Status Comm::AllreduceGathered(int64_t, DataType, ReduceOp, const Gather&, const Scatter&) {
   return Status::Internal(std::string(backend_name()) + " has no gathered allreduce");
 }

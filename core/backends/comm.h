@@ -89,6 +89,25 @@ class Comm {
   // result goes to scatter (only where gathers()).
   virtual Status AllreduceGathered(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
                                    const Scatter& scatter);
+  // Host allreduces of at least this many bytes (and no prescale) are
+  // fastest through AllreduceDirect: the transport reads the other ranks'
+  // memory where it lies (cross-memory attach), so copying the tensors into
+  // its own buffers first would only add passes. -1: never. Equal on every
+  // rank, so all choose the same path whatever their tensors' layout.
+  virtual int64_t direct_min_bytes() const { return -1; }
+  // Consecutive elements of a direct allreduce: n elements read from `in`
+  // (null: zeros, a joined rank's part) and written to `out`; in may equal
+  // out. Addresses, so that other processes can read them.
+  struct DirectRegion {
+    uint64_t in;
+    uint64_t out;
+    int64_t n;
+  };
+  // An allreduce of `count` elements lying in `regions` (in order, their n
+  // summing to count), the result multiplied by `post` while each piece is
+  // in cache. Only where direct_min_bytes() >= 0.
+  virtual Status AllreduceDirect(const std::vector<DirectRegion>& regions, int64_t count,
+                                 DataType dt, ReduceOp op, double post);
   // Rank r contributes bytes_per_rank[r] bytes; out receives them in rank order.
   virtual Status Allgatherv(const void* in, void* out,
                             const std::vector<int64_t>& bytes_per_rank) = 0;

@@ -155,6 +155,7 @@ Status ParseBackends(Config* c) {
   HVD_RETURN_IF_ERROR(ParseChoice("HIERARCHICAL_CROSS", kCrossTransports, "auto, tcp or backend",
                                   &c->hierarchical_cross));
   HVD_RETURN_IF_ERROR(ParseBool("SHARED_MEMORY", &c->shared_memory));
+  HVD_RETURN_IF_ERROR(ParseBool("SHARED_MEMORY_PEER_READS", &c->shared_memory_peer_reads));
   HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLGATHER", &c->hierarchical_allgather,
                                 &c->hierarchical_allgather_fixed));
   HVD_RETURN_IF_ERROR(

@@ -98,9 +98,16 @@ struct Config {
   bool mpi_threads_disable = false;
   ControlChannelChoice control_channel = ControlChannelChoice::kAuto;
   CrossTransport hierarchical_cross = CrossTransport::kAuto;
-  // HVD_SHARED_MEMORY: Gloo collectives among ranks of one host through a
-  // shared-memory segment (docs/tuning.md); 0 keeps them on Gloo.
+  // HVD_SHARED_MEMORY: Gloo and MPI collectives among ranks of one host
+  // through a shared-memory segment (docs/tuning.md); 0 keeps them on the
+  // backend.
   bool shared_memory = true;
+  // HVD_SHARED_MEMORY_PEER_READS=1: there, allreduces of 1 MiB or more
+  // read the other ranks' tensors directly (process_vm_readv) where the
+  // kernel allows it, instead of copying them into the segment: fewer bytes
+  // through memory, but the kernel pins each page it reads, and on the
+  // machines measured (docs/benchmarks.md) that was no faster. Off unless set.
+  bool shared_memory_peer_reads = false;
   GpuOperations gpu_operations = GpuOperations::kAuto;
   double gpu_timeout_seconds = 600.0;  // a GPU collective's wait; 0: no limit
   bool elastic = false;

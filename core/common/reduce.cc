@@ -108,11 +108,20 @@ void ScaleTyped(T* dst, const T* src, int64_t n, double f) {
 
 template <>
 void ScaleTyped<double>(double* dst, const double* src, int64_t n, double f) {
+  if (double d; ScaleIsDivision(f, &d)) {
+    Blocked(dst, src, n, [d](double, double s) { return s / d; });
+    return;
+  }
   Blocked(dst, src, n, [f](double, double s) { return s * f; });
 }
 
 template <>
 void ScaleTyped<float>(float* dst, const float* src, int64_t n, double f) {
+  if (double d; ScaleIsDivision(f, &d)) {
+    const float fd = static_cast<float>(d);
+    Blocked(dst, src, n, [fd](float, float s) { return s / fd; });
+    return;
+  }
   // Multiply in float so it vectorises; the factor is a float too.
   const float ff = static_cast<float>(f);
   Blocked(dst, src, n, [ff](float, float s) { return s * ff; });
@@ -120,6 +129,11 @@ void ScaleTyped<float>(float* dst, const float* src, int64_t n, double f) {
 
 template <typename H>
 void Scale16(uint16_t* dst, const uint16_t* src, int64_t n, double f) {
+  if (double d; ScaleIsDivision(f, &d)) {
+    const float fd = static_cast<float>(d);
+    for (int64_t i = 0; i < n; ++i) dst[i] = H::FromF(H::ToF(src[i]) / fd);
+    return;
+  }
   const float ff = static_cast<float>(f);
   for (int64_t i = 0; i < n; ++i) dst[i] = H::FromF(H::ToF(src[i]) * ff);
 }
@@ -166,6 +180,16 @@ void ReduceInto(void* dst, const void* src, int64_t n, DataType dt, ReduceOp op)
   VisitHost(
       dt, dst, src, [&](auto* d, const auto* s) { ReduceTyped(d, s, n, op); },
       [&](auto h, uint16_t* d, const uint16_t* s) { Reduce16<decltype(h)>(d, s, n, op); });
+}
+
+bool ScaleIsDivision(double f, double* n) {
+  if (!(f > 0 && f < 1)) return false;
+  const double d = std::nearbyint(1.0 / f);
+  if (d > (1 << 24) || 1.0 / d != f) return false;
+  const auto i = static_cast<uint32_t>(d);
+  if ((i & (i - 1)) == 0) return false;
+  *n = d;
+  return true;
 }
 
 void ScaleCopy(void* dst, const void* src, int64_t n, DataType dt, double f) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/common/reduce.h"
 #include "core/cuda/cuda_kernels.h"
 #include "core/cuda/device_element.h"
 
@@ -43,19 +44,51 @@ struct ScaleOp<__nv_bfloat16> {
   }
 };
 
+// Floats divided by d (ScaleIsDivision: an average over a number of ranks
+// that is not a power of two), as on the host.
 template <typename T>
+struct DivideOp {
+  __device__ static T Apply(T v, double d) { return ScaleOp<T>::Apply(v, 1.0 / d); }
+};
+template <>
+struct DivideOp<float> {
+  __device__ static float Apply(float v, double d) { return v / static_cast<float>(d); }
+};
+template <>
+struct DivideOp<double> {
+  __device__ static double Apply(double v, double d) { return v / d; }
+};
+template <>
+struct DivideOp<__half> {
+  __device__ static __half Apply(__half v, double d) {
+    return __float2half_rn(__half2float(v) / static_cast<float>(d));
+  }
+};
+template <>
+struct DivideOp<__nv_bfloat16> {
+  __device__ static __nv_bfloat16 Apply(__nv_bfloat16 v, double d) {
+    return __float2bfloat16_rn(__bfloat162float(v) / static_cast<float>(d));
+  }
+};
+
+template <typename T, typename Op>
 __global__ void ScaleKernel(T* dst, const T* src, int64_t n, double f) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += stride) {
-    dst[i] = ScaleOp<T>::Apply(src[i], f);
+    dst[i] = Op::Apply(src[i], f);
   }
 }
 
 template <typename T>
 Status Launch(void* dst, const void* src, int64_t n, double f, cudaStream_t s) {
-  ScaleKernel<T>
-      <<<BlocksFor(n), kThreads, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src), n, f);
+  auto* d = static_cast<T*>(dst);
+  const auto* x = static_cast<const T*>(src);
+  if (double div; ScaleIsDivision(f, &div)) {
+    ScaleKernel<T, DivideOp<T>><<<BlocksFor(n), kThreads, 0, s>>>(d, x, n, div);
+  } else {
+    ScaleKernel<T, ScaleOp<T>><<<BlocksFor(n), kThreads, 0, s>>>(d, x, n, f);
+  }
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) return Status::OK();
   return Status::Backend(std::string("CUDA: scale kernel launch: ") + cudaGetErrorString(e));

@@ -168,7 +168,8 @@ Status TrySharedMemory(const Config& config, const std::shared_ptr<Comm>& backen
   }
   std::unique_ptr<ShmComm> shm;
   std::string why;
-  HVD_RETURN_IF_ERROR(ShmComm::Create(backend, timeout, ShmComm::kDefaultSlotBytes, &shm, &why));
+  HVD_RETURN_IF_ERROR(ShmComm::Create(backend, timeout, ShmComm::kDefaultSlotBytes,
+                                      config.shared_memory_peer_reads, &shm, &why));
   const char* name = t == Transport::kGloo ? "Gloo" : "MPI";
   if (!shm) {
     HVD_LOG(kWarning) << what << ": host-local collectives stay on " << name << ": " << why
@@ -176,7 +177,8 @@ Status TrySharedMemory(const Config& config, const std::shared_ptr<Comm>& backen
     return Status::OK();
   }
   HVD_LOG(kDebug) << what << ": " << backend->size() << " ranks, host-local collectives "
-                  << "through shared memory";
+                  << "through shared memory"
+                  << (shm->peer_reads() ? ", large allreduces reading the peers' memory" : "");
   *out = std::move(shm);
   return Status::OK();
 }

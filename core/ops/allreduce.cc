@@ -1,7 +1,8 @@
 // Allreduce: prescale -> sum/min/max/product across ranks -> postscale.
 // One path: ChooseStrategy picks, once per response, how the tensors reach
 // the set's Comm, from the response and what the Comm the data plane built
-// can do (core/dataplane/plan.h): alone (a set of one rank), gathered (the
+// can do (core/dataplane/plan.h): alone (a set of one rank), peer reads (the
+// transport reads the other ranks' tensors where they lie), gathered (the
 // transport reads and writes the tensors itself), direct (the caller's
 // memory reduced where it lies: one tensor, or tensors back to back), staged
 // (the fusion buffer packed and unpacked chunk by chunk beside the network)
@@ -271,8 +272,57 @@ Status RunAlone(ExecContext& ctx, const Response& r, const Reduction& x,
   return copies.empty() ? Status::OK() : mem.CopyRegions(copies);
 }
 
+// A group through a transport that reads the other ranks' memory (shared
+// memory with cross-memory attach): it is handed where each tensor lies, and
+// nothing is copied before or after. A joined rank's zeros, and an input
+// that overlaps its output without being it, lie in the fusion buffer.
+Status RunPeerReads(ExecContext& ctx, const Response& r, const Reduction& x,
+                    const std::vector<TensorEntry*>& entries, int64_t total) {
+  MemOps& mem = ctx.ops();
+  uint8_t* scratch = nullptr;
+  auto need_scratch = [&]() -> Status {
+    if (!scratch) {
+      void* f = nullptr;
+      HVD_RETURN_IF_ERROR(mem.Fusion(total * x.esize, &f));
+      scratch = static_cast<uint8_t*>(f);
+    }
+    return Status::OK();
+  };
+  std::vector<Comm::DirectRegion> regions;
+  int64_t off = 0;
+  for (size_t i = 0; i < entries.size(); off += r.sizes[i], ++i) {
+    const int64_t n = r.sizes[i], bytes = n * x.esize;
+    const TensorEntry* e = entries[i];
+    auto addr = [](const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); };
+    Comm::DirectRegion g{0, 0, n};
+    if (!e) {  // joined: zeros in, the result to scratch
+      HVD_RETURN_IF_ERROR(need_scratch());
+      g.out = addr(scratch + off * x.esize);
+    } else {
+      const auto* in = static_cast<const uint8_t*>(e->input);
+      auto* out = static_cast<uint8_t*>(e->output);
+      if (in != out && in < out + bytes && out < in + bytes) {
+        HVD_RETURN_IF_ERROR(need_scratch());
+        HVD_RETURN_IF_ERROR(mem.ScaleCopy(scratch + off * x.esize, in, n, x.dt, 1.0));
+        in = scratch + off * x.esize;
+      }
+      g.in = addr(in);
+      g.out = addr(out);
+    }
+    Comm::DirectRegion* last = regions.empty() ? nullptr : &regions.back();
+    if (last && g.in && last->in && last->in + static_cast<uint64_t>(last->n * x.esize) == g.in &&
+        last->out + static_cast<uint64_t>(last->n * x.esize) == g.out) {
+      last->n += n;  // back to back: one region
+    } else if (n > 0) {
+      regions.push_back(g);
+    }
+  }
+  ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+  return ctx.comm->AllreduceDirect(regions, total, x.dt, x.wire_op, x.post);
+}
+
 // How a response's tensors reach the Comm (see the top of this file).
-enum class Strategy { kAlone, kGathered, kDirect, kStaged, kPacked };
+enum class Strategy { kAlone, kPeerReads, kGathered, kDirect, kStaged, kPacked };
 
 // Tensors back to back whose input and output regions are the same or do
 // not overlap: the collective can read and write them where they lie.
@@ -291,6 +341,12 @@ Strategy ChooseStrategy(const ExecContext& ctx, const Response& r, const Reducti
                         const std::vector<TensorEntry*>& entries, int64_t total) {
   const bool host = r.device.kind == DeviceKind::kCPU;
   if (ctx.comm->size() == 1) return Strategy::kAlone;
+  // Decided by what every rank knows alike (the response, the Comm), never
+  // by where this rank's tensors lie: all ranks must take the same path.
+  const int64_t direct_min = ctx.comm->direct_min_bytes();
+  if (host && r.prescale == 1.0 && direct_min >= 0 && total * x.esize >= direct_min) {
+    return Strategy::kPeerReads;
+  }
   if (host && ctx.comm->gathers()) return Strategy::kGathered;
   if (entries.size() == 1 || DirectSpan(r, x, entries, total)) return Strategy::kDirect;
   if (host && ctx.comm->overlaps_stages()) return Strategy::kStaged;
@@ -329,6 +385,8 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
   switch (ChooseStrategy(ctx, r, x, entries, total)) {
     case Strategy::kAlone:
       return RunAlone(ctx, r, x, entries);
+    case Strategy::kPeerReads:
+      return RunPeerReads(ctx, r, x, entries, total);
     case Strategy::kGathered:
       return RunGathered(ctx, r, x, entries);
     case Strategy::kDirect:

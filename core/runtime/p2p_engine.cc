@@ -1,5 +1,9 @@
 #include "core/runtime/p2p_engine.h"
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
 #include <algorithm>
 
 #include "core/common/logging.h"
@@ -83,17 +87,26 @@ Status P2PEngine::Submit(const char* fn, const std::vector<P2POp>& ops,
                                                  std::chrono::duration<double>(c.op_timeout_s))
                             : Clock::time_point::max();
   std::weak_ptr<Core> weak = core_;
-  state->set_poller([weak] {
-    auto core = weak.lock();
-    if (!core) return;
-    core->caller_polled.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-    Finished finished;
-    {
-      std::unique_lock<std::mutex> lock(core->mu, std::try_to_lock);
-      if (lock.owns_lock()) core->Poll(&finished);
-    }
-    for (auto& f : finished) f.first->Complete(f.second);
-  });
+  // A caller waiting polls for 2 ms plus a nanosecond a byte (1 GB/s, slower
+  // than any host's memory): a large message is not handed to the engine's
+  // thread halfway through.
+  int64_t bytes = 0;
+  for (const P2POp& op : ops) bytes += op.bytes;
+  const auto budget = std::chrono::microseconds(2000) + std::chrono::nanoseconds(bytes);
+  state->set_poller(
+      [weak] {
+        auto core = weak.lock();
+        if (!core) return;
+        core->caller_polled.store(Clock::now().time_since_epoch().count(),
+                                  std::memory_order_relaxed);
+        Finished finished;
+        {
+          std::unique_lock<std::mutex> lock(core->mu, std::try_to_lock);
+          if (lock.owns_lock()) core->Poll(&finished);
+        }
+        for (auto& f : finished) f.first->Complete(f.second);
+      },
+      budget);
   std::vector<Pending> posted;
   posted.reserve(ops.size());
   Status failed;
@@ -184,6 +197,9 @@ void P2PEngine::Run() {
   // must not cost a core) or, with nothing pending, until a caller posts.
   // Callers waiting on a handle poll too (HandleState's poller).
   constexpr auto kSpin = std::chrono::microseconds(200);
+#ifdef __linux__
+  prctl(PR_SET_NAME, "hvd-p2p", 0UL, 0UL, 0UL);
+#endif
   Core& c = *core_;
   auto last_progress = Clock::now();
   int64_t sleep_us = 0;

@@ -170,6 +170,9 @@ void SetLoop::Run() {
   // Naps of a few microseconds should last that long, not the default
   // 50 us timer slack.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  // `top -H`, perf and /proc name the thread (at most 15 characters).
+  const std::string name = "hvd-loop" + (ps_.id ? "-" + std::to_string(ps_.id) : std::string());
+  prctl(PR_SET_NAME, name.substr(0, 15).c_str(), 0UL, 0UL, 0UL);
 #endif
   last_activity_ = Clock::now();
   Status fatal;

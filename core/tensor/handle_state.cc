@@ -1,6 +1,6 @@
 #include "core/tensor/handle_state.h"
 
-#include <thread>
+#include "core/common/spin_lock.h"
 
 namespace hvd {
 
@@ -69,14 +69,16 @@ bool HandleState::done() {
 }
 
 bool HandleState::WaitPolling() {
-  // Busy for a short while, as MPI waits (a reply usually comes within it),
-  // then the caller sleeps and the poller's own thread finishes the work.
+  // Busy while the messages should arrive, as MPI waits, then the caller
+  // sleeps and the poller's own thread finishes the work.
   using Clock = std::chrono::steady_clock;
-  const auto until = Clock::now() + std::chrono::microseconds(2000);
+  const auto until = Clock::now() + poll_budget_;
   for (int spins = 0; !done_.load(std::memory_order_acquire); ++spins) {
     poller_();
     if (done_.load(std::memory_order_acquire)) break;
-    if (spins > 32) std::this_thread::yield();
+    // Never sched_yield: with other work on the core it hands that work a
+    // whole time slice while the message has already arrived.
+    CpuRelax();
     if ((spins & 15) == 0 && Clock::now() > until) return false;
   }
   return true;

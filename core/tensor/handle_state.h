@@ -76,9 +76,13 @@ class HandleState {
   // Point-to-point handles (runtime/p2p_engine.h): while Wait waits, it
   // calls `poller` to complete messages itself instead of sleeping until
   // another thread does, which saves a thread hop per message. Set before
-  // the handle is shared.
+  // the handle is shared. Wait polls for `budget` before it sleeps: about
+  // as long as the messages take to arrive, as MPI_Recv would spin.
   using Poller = std::function<void()>;
-  void set_poller(Poller poller) { poller_ = std::move(poller); }
+  void set_poller(Poller poller, std::chrono::nanoseconds budget) {
+    poller_ = std::move(poller);
+    poll_budget_ = budget;
+  }
 
  private:
   // Marks one tensor done; true (with what to do next) when it was the
@@ -107,6 +111,7 @@ class HandleState {
   Status status_;  // written once, by the finishing completion
   Callback callback_;
   Poller poller_;
+  std::chrono::nanoseconds poll_budget_{0};
   OpResult result_;
   std::vector<OpResult> more_results_;  // results 1.. of a grouped operation
 };

@@ -50,7 +50,7 @@ std::unique_ptr<ShmComm> MakeShm(int64_t slot_bytes, double timeout_s = 60) {
   std::shared_ptr<Comm> mpi = std::make_shared<NoAbort>(std::make_shared<MpiComm>(dup, 0));
   std::unique_ptr<ShmComm> shm;
   std::string why;
-  const Status s = ShmComm::Create(mpi, timeout_s, slot_bytes, &shm, &why);
+  const Status s = ShmComm::Create(mpi, timeout_s, slot_bytes, /*peer_reads=*/true, &shm, &why);
   EXPECT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(shm) << why;
   return shm;
@@ -116,6 +116,58 @@ TEST(ShmComm, AllreduceEveryOpTypeAndCount) {
   for (int64_t n : {int64_t{5}, int64_t{3} << 20}) {
     CheckAllreduce<float>(*big, DataType::kFloat32, ReduceOp::kSum, n, false);
   }
+}
+
+// The direct path (members read each other's memory): regions cut
+// differently on every rank, a joined rank's zeros, in place and not,
+// shares of several pieces, every op, a postscale.
+TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  ASSERT_TRUE(shm->peer_reads()) << "process_vm_readv is not allowed here";
+  EXPECT_EQ(shm->direct_min_bytes(), ShmComm::kDirectMinBytes);
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{Size()} + 1, int64_t{4099}, int64_t{3} << 17}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+      for (bool in_place : {true, false}) {
+        std::vector<float> in(static_cast<size_t>(n)), out(static_cast<size_t>(n), -1.0f);
+        for (int64_t i = 0; i < n; ++i) in[i] = static_cast<float>(V(Rank(), i));
+        float* dst = in_place ? in.data() : out.data();
+        // Regions of 7 + rank elements: no two ranks cut alike.
+        std::vector<Comm::DirectRegion> regions;
+        for (int64_t at = 0; at < n;) {
+          const int64_t k = std::min<int64_t>(7 + Rank(), n - at);
+          regions.push_back({reinterpret_cast<uint64_t>(in.data() + at),
+                             reinterpret_cast<uint64_t>(dst + at), k});
+          at += k;
+        }
+        const Status s = shm->AllreduceDirect(regions, n, DataType::kFloat32, op, 1.0);
+        ASSERT_TRUE(s.ok()) << s.message();
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(dst[i], static_cast<float>(Expected(op, i)))
+              << "n=" << n << " op=" << static_cast<int>(op) << " [" << i << "]";
+        }
+      }
+    }
+  }
+  // Rank 0 joined (zeros, its result to scratch); the others' sum, halved.
+  const int64_t n = int64_t{1} << 18;
+  std::vector<double> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) in[i] = static_cast<double>(V(Rank(), i));
+  std::vector<Comm::DirectRegion> one{{Rank() == 0 ? 0 : reinterpret_cast<uint64_t>(in.data()),
+                                       reinterpret_cast<uint64_t>(out.data()), n}};
+  const Status s = shm->AllreduceDirect(one, n, DataType::kFloat64, ReduceOp::kSum, 0.5);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int r = 1; r < Size(); ++r) sum += static_cast<double>(V(r, i));
+    ASSERT_EQ(out[i], sum * 0.5) << i;
+  }
+  // A member with another count: every member fails, naming it.
+  std::vector<Comm::DirectRegion> none;
+  const Status bad =
+      shm->AllreduceDirect(none, Rank() == 0 ? 1 : 0, DataType::kFloat32, ReduceOp::kSum, 1.0);
+  EXPECT_EQ(bad.code(), Code::kInternal) << bad.message();
+  EXPECT_NE(bad.message().find("elements, this one"), std::string::npos) << bad.message();
 }
 
 // Block k has counts[k] elements (uneven, some empty); rank r keeps its own,

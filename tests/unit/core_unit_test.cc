@@ -409,6 +409,41 @@ TEST(Reduce, IntegersWrapAndScaleRoundsToNearest) {
   EXPECT_EQ(f[1], 1.5f);
 }
 
+// An average over 3 (or 6, ...) ranks divides, as DDP and Horovod's own tests
+// compute it; over a power of two it multiplies, which is the same result.
+TEST(Reduce, AverageOverNonPowerOfTwoRanksIsTheCorrectlyRoundedQuotient) {
+  double n = 0;
+  EXPECT_TRUE(ScaleIsDivision(1.0 / 3, &n));
+  EXPECT_EQ(n, 3.0);
+  EXPECT_TRUE(ScaleIsDivision(1.0 / 6, &n));
+  EXPECT_FALSE(ScaleIsDivision(1.0 / 4, &n));
+  EXPECT_FALSE(ScaleIsDivision(0.3, &n));
+  EXPECT_FALSE(ScaleIsDivision(2.0, &n));
+  std::vector<float> f(1000);
+  std::vector<double> d(f.size());
+  int differs = 0;  // how many values the multiply by fl(1/3) would get wrong
+  for (size_t i = 0; i < f.size(); ++i) {
+    f[i] = 2.0f * (static_cast<float>(i) - 500.0f) + 0.1f * static_cast<float>(i % 7);
+    d[i] = f[i];
+  }
+  std::vector<float> fo(f.size());
+  std::vector<double> dout(d.size());
+  ScaleCopy(fo.data(), f.data(), static_cast<int64_t>(f.size()), DataType::kFloat32, 1.0 / 3);
+  ScaleCopy(dout.data(), d.data(), static_cast<int64_t>(d.size()), DataType::kFloat64, 1.0 / 3);
+  for (size_t i = 0; i < f.size(); ++i) {
+    EXPECT_EQ(fo[i], f[i] / 3.0f) << i;
+    EXPECT_EQ(dout[i], d[i] / 3.0) << i;
+    differs += f[i] * static_cast<float>(1.0 / 3) != f[i] / 3.0f;
+  }
+  EXPECT_GT(differs, 0);  // the test would catch a multiply
+  uint16_t h = FloatToFloat16(7.0f);
+  ScaleBuffer(&h, 1, DataType::kFloat16, 1.0 / 3);
+  EXPECT_EQ(h, FloatToFloat16(7.0f / 3.0f));
+  float q[2] = {1.0f, 3.0f};
+  ScaleBuffer(q, 2, DataType::kFloat32, 0.25);
+  EXPECT_EQ(q[1], 0.75f);
+}
+
 TEST(Autotune, GaussianProcessInterpolatesAndIsUncertainAway) {
   Eigen::MatrixXd x(3, 1);
   x << 0.1, 0.5, 0.9;

@@ -42,6 +42,8 @@ Buffers::Buffers(const Workload& wl, int gap, bool in_place, int rank)
 void Buffers::Reset() {
   if (out_.empty()) {
     std::fill(in_.begin(), in_.end(), static_cast<float>(rank_ + 1));  // in place
+  } else if (output_starts_as_input_) {
+    std::fill(out_.begin(), out_.end(), static_cast<float>(rank_ + 1));
   } else {
     std::fill(out_.begin(), out_.end(), 0.0f);
   }

@@ -30,8 +30,11 @@ class Buffers {
   DLTensor* tensor_out(size_t i) { return &tout_[i]; }
   const char* name(size_t i) const { return names_[i].c_str(); }
 
-  // Resets the output (or, in place, the input) before an implementation runs.
+  bool has_output() const { return !out_.empty(); }  // not --in-place
+  // Resets the output (or, in place, the input) before an implementation
+  // runs: zeros, or the input's values for a raw pattern in place on it.
   void Reset();
+  void set_output_starts_as_input(bool v) { output_starts_as_input_ = v; }
   // Exact check after one iteration on `size` ranks: every element of every
   // tensor is sum_{r<size}(r+1). Prints the first wrong element.
   bool Verify(int size) const;
@@ -40,6 +43,7 @@ class Buffers {
   int rank_;
   std::vector<float> in_, out_;
   float* dst_ = nullptr;  // out_.data(), or in_.data() in place
+  bool output_starts_as_input_ = false;
   std::vector<int64_t> offset_, shape_, counts_;
   std::vector<DLTensor> tin_, tout_;
   std::vector<std::string> names_;

@@ -106,9 +106,12 @@ int main(int argc, char** argv) {
   }
   bool ok = true;
   if (rank < 2) {
-    for (int64_t bytes : {int64_t{1} << 10, int64_t{64} << 10, int64_t{1} << 20,
-                          int64_t{16} << 20}) {
-      const int n = iters > 0 ? iters : (bytes <= (64 << 10) ? 2000 : bytes <= (1 << 20) ? 200 : 20);
+    for (int64_t bytes :
+         {int64_t{1} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20}) {
+      const int n = iters > 0 ? iters
+                              : (bytes <= (64 << 10)  ? 2000
+                                 : bytes <= (1 << 20) ? 200
+                                                      : 20);
       std::vector<unsigned char> buf(static_cast<size_t>(bytes));
       for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<unsigned char>(i * 31 + 7);
       RawRound(rank, buf, n / 10 + 1, pair);  // warm up both paths

@@ -43,8 +43,19 @@ const char* PatternName(RawPattern p) {
       return "chunked";
     case RawPattern::kChunkedCache:
       return "chunked, cache-sized";
+    case RawPattern::kOneCallInPlace:
+      return "one call, in place";
+    case RawPattern::kChunkedInPlace:
+      return "chunked, in place";
+    case RawPattern::kChunkedCacheInPlace:
+      return "chunked, cache-sized, in place";
   }
   return "?";
+}
+
+bool InPlace(RawPattern p) {
+  return p == RawPattern::kOneCallInPlace || p == RawPattern::kChunkedInPlace ||
+         p == RawPattern::kChunkedCacheInPlace;
 }
 
 std::vector<RawPattern> PatternsFor(const Buffers& b, const Chunks& chunks) {
@@ -56,14 +67,22 @@ std::vector<RawPattern> PatternsFor(const Buffers& b, const Chunks& chunks) {
       b.span() > chunks.cache_elems) {
     out.push_back(RawPattern::kChunkedCache);
   }
+  if (b.has_output()) {  // with --in-place every pattern above is in place already
+    const size_t out_of_place = out.size();
+    for (size_t i = 0; i < out_of_place; ++i) {
+      if (out[i] == RawPattern::kOneCall) out.push_back(RawPattern::kOneCallInPlace);
+      if (out[i] == RawPattern::kChunked) out.push_back(RawPattern::kChunkedInPlace);
+      if (out[i] == RawPattern::kChunkedCache) out.push_back(RawPattern::kChunkedCacheInPlace);
+    }
+  }
   return out;
 }
 
 namespace {
 
-void RunChunked(RawComm& comm, Buffers& b, int64_t chunk_elems) {
-  for (int64_t off = 0; off < b.span(); off += chunk_elems) {
-    comm.AllreduceSum(b.in() + off, b.out() + off, std::min(chunk_elems, b.span() - off));
+void RunChunked(RawComm& comm, const float* in, float* out, int64_t span, int64_t chunk_elems) {
+  for (int64_t off = 0; off < span; off += chunk_elems) {
+    comm.AllreduceSum(in + off, out + off, std::min(chunk_elems, span - off));
   }
 }
 
@@ -80,10 +99,19 @@ void RunPattern(RawComm& comm, RawPattern p, Buffers& b, const Chunks& chunks) {
       comm.AllreduceSum(b.in(), b.out(), b.span());
       break;
     case RawPattern::kChunked:
-      RunChunked(comm, b, chunks.elems);
+      RunChunked(comm, b.in(), b.out(), b.span(), chunks.elems);
       break;
     case RawPattern::kChunkedCache:
-      RunChunked(comm, b, chunks.cache_elems);
+      RunChunked(comm, b.in(), b.out(), b.span(), chunks.cache_elems);
+      break;
+    case RawPattern::kOneCallInPlace:
+      comm.AllreduceSum(b.out(), b.out(), b.span());
+      break;
+    case RawPattern::kChunkedInPlace:
+      RunChunked(comm, b.out(), b.out(), b.span(), chunks.elems);
+      break;
+    case RawPattern::kChunkedCacheInPlace:
+      RunChunked(comm, b.out(), b.out(), b.span(), chunks.cache_elems);
       break;
   }
 }

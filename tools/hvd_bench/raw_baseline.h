@@ -40,7 +40,13 @@ enum class RawPattern {
   // ... in cache-sized pieces: half the L2 cache within [256 KiB, 4 MiB],
   // hvd's own choice inside one host unless HVD_ALLREDUCE_CHUNK_BYTES is set
   kChunkedCache,
+  // The last three again in place (MPI_IN_PLACE on the output buffer, which
+  // starts as the input): what a user who wants the best raw figure writes.
+  kOneCallInPlace,
+  kChunkedInPlace,
+  kChunkedCacheInPlace,
 };
+bool InPlace(RawPattern p);
 
 // The piece sizes of the chunked patterns, in floats (0: that pattern is off).
 struct Chunks {

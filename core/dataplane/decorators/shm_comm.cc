@@ -8,11 +8,11 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/dataplane/decorators/futex.h"
 #include "core/backends/tcp/tcp_link.h"
 #include "core/common/reduce.h"
 #include "core/common/spin_lock.h"
 #include "core/common/traffic.h"
+#include "core/dataplane/decorators/futex.h"
 
 namespace hvd {
 namespace {
@@ -27,15 +27,6 @@ std::string Hex(const std::string& bytes) {
     s += digits[c & 15];
   }
   return s;
-}
-
-// Elements [lo, lo + n) of a round of `count` that member r reduces.
-struct Share {
-  int64_t lo, n;
-};
-Share ShareOf(int64_t count, int size, int r) {
-  const int64_t base = count / size, extra = count % size;
-  return {r * base + std::min<int64_t>(r, extra), base + (r < extra ? 1 : 0)};
 }
 
 int64_t Clamp(int64_t v, int64_t hi) {
@@ -70,8 +61,13 @@ std::chrono::nanoseconds SpinBudget(int members) {
 
 }  // namespace
 
+ShmComm::Share ShmComm::ShareOf(int64_t count, int size, int r) {
+  const int64_t base = count / size, extra = count % size;
+  return {r * base + std::min<int64_t>(r, extra), base + (r < extra ? 1 : 0)};
+}
+
 Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t slot_bytes,
-                       std::unique_ptr<ShmComm>* out, std::string* why) {
+                       bool peer_reads, std::unique_ptr<ShmComm>* out, std::string* why) {
   Comm& c = *backend;
   const int size = c.size();
   slot_bytes = std::max<int64_t>(64 * size, slot_bytes / 64 * 64);
@@ -95,6 +91,8 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
     pids = pids && pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
   }
   *out = std::make_unique<ShmComm>(std::move(backend), std::move(seg), slot_bytes, timeout_s, pids);
+  // Reading a peer needs its pid: not across pid namespaces.
+  if (peer_reads && pids) HVD_RETURN_IF_ERROR((*out)->ProbePeerReads());
   return Status::OK();
 }
 

@@ -1,0 +1,215 @@
+// ShmComm's direct allreduce (shm_comm.h): the members read each other's
+// inputs where they lie instead of copying them into the slots first.
+//
+// Per call: each member publishes where its table of regions lies; barrier;
+// each reads the others' tables. Then rounds, as the slot path's: each
+// member reduces its share of the round in cache-sized pieces (the first
+// other member's input read into a piece buffer with one kernel copy, its
+// own input reduced into that where it lies, each further member's read into
+// a second buffer and reduced in; the result scaled and written to its
+// output and its slot); barrier; the others' shares copied from their slots. The kernel's copy pins
+// every page it reads, so it costs about twice a memcpy: results go out through the slots, inputs
+// come in directly.
+#include <sys/types.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/common/reduce.h"
+#include "core/common/traffic.h"
+#include "core/dataplane/decorators/peer_memory.h"
+#include "core/dataplane/decorators/shm_comm.h"
+
+namespace hvd {
+namespace {
+
+constexpr const char* kWhat = "host-local shared memory";
+// A piece of a share: half a typical L2 cache, so that the two piece
+// buffers stay in it while they are reduced.
+constexpr int64_t kPieceBytes = 256 << 10;
+
+using Region = Comm::DirectRegion;
+
+// Where each region starts, in elements: starts[i], with starts[n] the total.
+std::vector<int64_t> Starts(const std::vector<Region>& t) {
+  std::vector<int64_t> s(t.size() + 1, 0);
+  for (size_t i = 0; i < t.size(); ++i) s[i + 1] = s[i] + t[i].n;
+  return s;
+}
+
+// Calls fn(region, first element within it, first element within the range,
+// n) for the parts of the elements [a, a + m) that the table's regions hold.
+template <typename Fn>
+void Walk(const std::vector<Region>& t, const std::vector<int64_t>& starts, int64_t a, int64_t m,
+          const Fn& fn) {
+  auto i =
+      static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), a) - starts.begin() - 1);
+  for (; i < t.size() && starts[i] < a + m; ++i) {
+    const int64_t from = std::max(a, starts[i]), to = std::min(a + m, starts[i + 1]);
+    if (to > from) fn(t[i], from - starts[i], from - a, to - from);
+  }
+}
+
+uint8_t* At(uint64_t addr, int64_t elem, int64_t es) {
+  return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(addr)) + elem * es;
+}
+
+}  // namespace
+
+// Every member reads a word of every other's private memory; all keep the
+// slots unless all succeed.
+Status ShmComm::ProbePeerReads() {
+  static const int64_t probe = 0x68766470726f6265;  // in this process's data, not the segment
+  Member& me = member(rank());
+  __atomic_store_n(&me.direct_table[0], reinterpret_cast<uint64_t>(&probe), __ATOMIC_RELEASE);
+  HVD_RETURN_IF_ERROR(inner().Barrier());
+  int32_t ok = 1;
+  for (int r = 0; r < size() && ok; ++r) {
+    if (r == rank()) continue;
+    int64_t seen = 0;
+    std::vector<iovec> local, remote;
+    AddIovec(reinterpret_cast<uint64_t>(&seen), sizeof seen, &local);
+    AddIovec(__atomic_load_n(&member(r).direct_table[0], __ATOMIC_ACQUIRE), sizeof seen, &remote);
+    ok = ReadPeerMemory(member(r).pid, &local, &remote).ok() && seen == probe;
+  }
+  HVD_RETURN_IF_ERROR(inner().Allreduce(&ok, 1, DataType::kInt32, ReduceOp::kMin));
+  peer_reads_ = ok == 1;
+  return Status::OK();
+}
+
+Status ShmComm::AllreduceDirect(const std::vector<DirectRegion>& regions, int64_t count,
+                                DataType dt, ReduceOp op, double post) {
+  if (!peer_reads_) {
+    return Status::Internal(std::string(kWhat) +
+                            ": no direct allreduce (members cannot read "
+                            "each other's memory)");
+  }
+  if (!failed_.ok()) return Unusable();
+  return Guard(RunDirect(regions, count, dt, op, post));
+}
+
+Status ShmComm::RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
+                          ReduceOp op, double post) {
+  const auto es = static_cast<int64_t>(DataTypeSize(dt));
+  const int n = size(), me = rank();
+  const int64_t parity = direct_calls_++ % 2;
+  Member& mine = member(me);
+  __atomic_store_n(&mine.direct_table[parity], reinterpret_cast<uint64_t>(regions.data()),
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&mine.direct_regions[parity], static_cast<int64_t>(regions.size()),
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&mine.direct_count[parity], count, __ATOMIC_RELAXED);
+  HVD_RETURN_IF_ERROR(Barrier());  // publishes the three
+
+  // Every member checks every count before any reads a table: a member that
+  // fails here returns, and its table is gone.
+  for (int r = 0; r < n; ++r) {
+    const int64_t theirs = __atomic_load_n(&member(r).direct_count[parity], __ATOMIC_RELAXED);
+    if (theirs != count) {
+      return Status::Internal(std::string(kWhat) + ": member " + std::to_string(r) +
+                              " allreduces " + std::to_string(theirs) + " elements, this one " +
+                              std::to_string(count));
+    }
+  }
+  tables_.resize(static_cast<size_t>(n));
+  std::vector<std::vector<int64_t>> starts(static_cast<size_t>(n));
+  std::vector<iovec> local, remote;
+  auto read = [&](int r) {
+    const Status s = ReadPeerMemory(member(r).pid, &local, &remote);
+    return s.ok() ? s
+                  : Status(s.code(), std::string(kWhat) + ": member " + std::to_string(r) +
+                                         " of this host's group: " + s.message());
+  };
+  for (int r = 0; r < n; ++r) {
+    if (r == me) {
+      starts[r] = Starts(regions);
+      continue;
+    }
+    auto& t = tables_[r];
+    const int64_t bytes =
+        __atomic_load_n(&member(r).direct_regions[parity], __ATOMIC_RELAXED) * sizeof(Region);
+    t.resize(static_cast<size_t>(bytes) / sizeof(Region));
+    AddIovec(reinterpret_cast<uint64_t>(t.data()), bytes, &local);
+    AddIovec(__atomic_load_n(&member(r).direct_table[parity], __ATOMIC_RELAXED), bytes, &remote);
+    HVD_RETURN_IF_ERROR(read(r));
+    starts[r] = Starts(t);
+  }
+  for (int r = 0; r < n; ++r) {
+    if (starts[r].back() != count) {
+      return Status::Internal(std::string(kWhat) + ": member " + std::to_string(r) +
+                              "'s regions hold " + std::to_string(starts[r].back()) +
+                              " elements of " + std::to_string(count));
+    }
+  }
+
+  // Rounds of a window of size() slots' worth of elements: my share of it
+  // reduced from the inputs where they lie, into my output and my slot;
+  // one barrier; the others' shares copied from their slots.
+  const int64_t slot_elems = std::max<int64_t>(1, slot_bytes_ / es);
+  const int64_t window = slot_elems * n;
+  const int64_t piece = std::max<int64_t>(1, std::min(kPieceBytes / es, slot_elems));
+  acc_.resize(static_cast<size_t>(piece * es));
+  piece_.resize(acc_.size());
+  for (int64_t base = 0; base < count; base += window, ++round_) {
+    const int64_t w = std::min(window, count - base);
+    const Share mine = ShareOf(w, n, me);
+    for (int64_t off = 0; off < mine.n; off += piece) {
+      const int64_t m = std::min(piece, mine.n - off), at0 = base + mine.lo + off;
+      // The first other member's piece lands in acc, my input is reduced
+      // into it where it lies (no copy of my own), then the others' pieces.
+      // Every op here is commutative, so the result is bit for bit the
+      // slot path's.
+      bool first = true;
+      for (int r = 0; r < n; ++r) {
+        if (r == me) continue;
+        uint8_t* into = first ? acc_.data() : piece_.data();
+        Walk(tables_[r], starts[r], at0, m,
+             [&](const Region& g, int64_t at, int64_t to, int64_t k) {
+               if (!g.in) return ZeroBuffer(into + to * es, k, dt);
+               AddIovec(reinterpret_cast<uint64_t>(into + to * es), k * es, &local);
+               AddIovec(g.in + static_cast<uint64_t>(at * es), k * es, &remote);
+             });
+        HVD_RETURN_IF_ERROR(read(r));
+        if (first) {
+          Walk(regions, starts[me], at0, m,
+               [&](const Region& g, int64_t at, int64_t to, int64_t k) {
+                 const uint8_t* mine = At(g.in, at, es);
+                 if (!g.in) {  // joined: zeros (not a no-op for min, max, product)
+                   ZeroBuffer(piece_.data() + to * es, k, dt);
+                   mine = piece_.data() + to * es;
+                 }
+                 ReduceInto(acc_.data() + to * es, mine, k, dt, op);
+               });
+          first = false;
+        } else {
+          ReduceInto(acc_.data(), piece_.data(), m, dt, op);
+        }
+      }
+      ScaleBuffer(acc_.data(), m, dt, post);
+      std::memcpy(slot(round_, me) + off * es, acc_.data(), static_cast<size_t>(m * es));
+      Walk(regions, starts[me], at0, m, [&](const Region& g, int64_t at, int64_t to, int64_t k) {
+        std::memcpy(At(g.out, at, es), acc_.data() + to * es, static_cast<size_t>(k * es));
+      });
+    }
+    HVD_RETURN_IF_ERROR(Barrier());
+    for (int r = 0; r < n; ++r) {
+      const Share s = ShareOf(w, n, r);
+      if (r == me || s.n == 0) continue;
+      const uint8_t* from = slot(round_, r);
+      Walk(regions, starts[me], base + s.lo, s.n,
+           [&](const Region& g, int64_t at, int64_t to, int64_t k) {
+             std::memcpy(At(g.out, at, es), from + to * es, static_cast<size_t>(k * es));
+           });
+    }
+    // Through memory (the piece buffers stay in cache): for my share, my
+    // input and each other's read, my output and slot written; for the
+    // others', a slot read and my output written.
+    CountMoved((n + 2) * mine.n * es + 2 * (w - mine.n) * es);
+  }
+  // A round's barrier tells every member that the others have read its
+  // table; with no round, one more barrier does.
+  return count == 0 ? Barrier() : Status::OK();
+}
+
+}  // namespace hvd
