@@ -27,6 +27,8 @@
 // failure the members are out of step: every later call fails too.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -114,6 +116,13 @@ class ShmComm : public ForwardingComm {
   Status ProbePeerReads();
   Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post);
+  Status ExchangeTables(const std::vector<DirectRegion>& regions, int64_t count,
+                        std::vector<std::vector<int64_t>>* starts);
+  Status ReducePiece(const std::vector<DirectRegion>& regions,
+                     const std::vector<std::vector<int64_t>>& starts, int64_t at0, int64_t m,
+                     DataType dt, ReduceOp op);
+  // Reads what iov_remote_ lists in member r into what iov_local_ lists.
+  Status ReadFrom(int r);
 
   std::unique_ptr<ShmSegment> segment_;
   int64_t slot_bytes_;
@@ -130,6 +139,7 @@ class ShmComm : public ForwardingComm {
   // my share being reduced and of a peer's input read for it.
   std::vector<std::vector<DirectRegion>> tables_;
   std::vector<uint8_t> acc_, piece_;
+  std::vector<iovec> iov_local_, iov_remote_;
 };
 
 }  // namespace hvd
