@@ -370,6 +370,26 @@ def test_torch_state_restore_if_needed(world, caplog):
     assert torch.equal(model[0].weight, via_if_needed)
 
 
+def test_torch_state_restore_if_needed_after_a_broken_sync(world, monkeypatch):
+    """A broadcast in sync() that writes the parameters' memory (no version
+    bump) and then fails: restore_if_needed must copy everything back."""
+    import hvd.torch.elastic as torch_elastic
+    model = torch.nn.Linear(3, 2)
+    state = hvd.elastic.TorchState(model, step=0)
+    committed = model.weight.detach().clone()
+
+    def broken_broadcast(params, root_rank):
+        for tensor in params.values():
+            tensor.detach().numpy()[...] = 7.0  # what a receiving rank's memory sees
+        raise RuntimeError("lost in the broadcast")
+
+    monkeypatch.setattr(torch_elastic, "broadcast_parameters", broken_broadcast)
+    with pytest.raises(RuntimeError, match="lost in the broadcast"):
+        state._broadcast_state()
+    state.restore_if_needed()
+    assert torch.equal(model.weight, committed)
+
+
 def test_is_homogeneous(world):
     flags = hvd.allgather(torch.tensor([int(hvd.is_homogeneous())]))
     sizes = hvd.allgather(torch.tensor([hvd.local_size()]))

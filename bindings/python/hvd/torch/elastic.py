@@ -178,6 +178,10 @@ class TorchState(ObjectState):
         return crc
 
     def _broadcast_state(self):
+        # The broadcast writes the tensors' memory without bumping their
+        # versions: until it is done (then saved), restore_if_needed must
+        # copy everything back.
+        self._marks = {}
         # Sorted by name: every rank broadcasts in the same order.
         for name, obj in sorted(self._torch_objects.items()):
             if isinstance(obj, torch.nn.Module):
