@@ -3,8 +3,12 @@
 usage: recovery_worker.py WORKDIR MODEL STEPS KILL_STEP PHASE
   MODEL  small (8x8, float64: exact checks), w64 (64x64 float32) or
          w5000 (5000x5000 float32, 25M parameters + momentum: 200 MB of state)
-  PHASE  backward | allreduce | commit | stall | current | none
-         (current: killed during backward, hvd.elastic.run(resume="current"))
+  PHASE  backward | allreduce | commit | stall | current | ifneeded |
+         ifneeded_step | none
+         (current: killed during backward, hvd.elastic.run(resume="current");
+         ifneeded: killed with its allreduce submitted, ifneeded_step: killed
+         after optimizer.step() before a loss allreduce that every worker runs
+         then, both under hvd.elastic.run(restore="if_needed"))
 
 Linear regression y = x @ W_true with SGD + momentum, committed every step.
 Step s uses the fixed global batch of step s, split evenly among the ranks;
@@ -63,8 +67,12 @@ def die(how=signal.SIGKILL):
     os.kill(os.getpid(), how)
 
 
+# Where the victim dies, per phase.
+KILL_POINT = {"current": "backward", "ifneeded": "allreduce", "ifneeded_step": "step"}
+
+
 def victim_now(p):
-    return worker == VICTIM and state.step == KILL_STEP and phase == p
+    return worker == VICTIM and state.step == KILL_STEP and KILL_POINT.get(phase, phase) == p
 
 
 logging.basicConfig(level=logging.INFO, format="%(created).3f %(name)s: %(message)s")
@@ -72,7 +80,7 @@ state.register_reset_callbacks(
     [lambda: logging.getLogger("worker").info("re-initialised at size %d", hvd.size())])
 
 
-# resume="current" only where asked: the benchmark also runs older hvd builds.
+# resume= and restore= only where asked: the benchmark also runs older hvd builds.
 def train(state):
     while state.step < STEPS:
         size, rank = hvd.size(), hvd.rank()
@@ -97,6 +105,12 @@ def train(state):
         total = hvd.synchronize(handle)
         grad.copy_(total / BATCH)
         optimizer.step()
+        if phase == "ifneeded_step":
+            # A collective after the update: the survivors fail in it with
+            # their parameters changed since the commit.
+            if victim_now("step"):
+                die()
+            hvd.allreduce(loss.detach(), op=hvd.Sum, name="loss")
         state.step += 1
         if victim_now_commit():
             state.save()  # half of commit(): the broadcast never comes
@@ -110,7 +124,12 @@ def train(state):
                                                   t_commit))
 
 
-train = hvd.elastic.run(resume="current")(train) if phase == "current" else hvd.elastic.run(train)
+if phase == "current":
+    train = hvd.elastic.run(resume="current")(train)
+elif phase.startswith("ifneeded"):
+    train = hvd.elastic.run(restore="if_needed")(train)
+else:
+    train = hvd.elastic.run(train)
 
 
 def victim_now_commit():

@@ -1,14 +1,19 @@
 """Recovery in place under hvdrun (see recovery_worker.py).
 
-usage: run_recovery_test.py HVDRUN PYTHON CASE [MODEL STEPS]
+usage: run_recovery_test.py HVDRUN PYTHON CASE [MODEL STEPS [PHASE]]
   CASE backward | allreduce | commit | stall: 4 workers (-np 4 --min-np 2
        --max-np 4), worker 1 fails at step 6; checks that the survivors go on
        at once at size 3 (no relaunch, no wait for the replacement), that the
        replacement hvdrun starts joins later at size 4 with the state of a
        live peer, that every worker ends with exactly the same parameters,
        and that they equal a fault-free run (float64, 1e-9).
-  CASE bench MODEL STEPS: prints the step time and the time from the kill
-       to the next completed step on every survivor (MODEL w64 or w5000).
+  CASE ifneeded | ifneeded_step: as above under
+       hvd.elastic.run(restore="if_needed"), killed with its allreduce
+       submitted (the survivors must copy nothing back) or after
+       optimizer.step() (they must copy the weight and momentum back).
+  CASE bench MODEL STEPS [PHASE]: prints the step time and the time from the
+       kill to the next completed step on every survivor (MODEL w64 or
+       w5000; PHASE allreduce, the default, or ifneeded).
 """
 import os
 import statistics
@@ -123,6 +128,15 @@ def case_fault(hvdrun, python, phase):
                     fail("worker %d's %s differs from worker 0's" % (w, key), out)
         if phase == "current" and "every survivor holds the same state" not in out:
             fail("resume='current' did not keep the current state", out)
+        if phase.startswith("ifneeded"):
+            # Worker 0 survives; what its restore copied back (weight, momentum).
+            want = ("0 tensors copied back, 2 unchanged since the commit kept"
+                    if phase == "ifneeded" else
+                    "2 tensors copied back, 0 unchanged since the commit kept")
+            seen = [l for l in out.splitlines()
+                    if l.startswith("[0]<stderr>:") and "restore if needed:" in l]
+            if not seen or want not in seen[0]:
+                fail("worker 0's restore: %s, expected %r" % (seen, want), out)
         rec = recovery(workdir, survivors)
         print("recovery (kill to next completed step) per survivor: %s" %
               {w: round(t, 3) for w, t in rec.items()})
@@ -139,9 +153,9 @@ def case_fault(hvdrun, python, phase):
         fail("training did not converge")
 
 
-def case_bench(hvdrun, python, model, steps):
+def case_bench(hvdrun, python, model, steps, phase):
     with tempfile.TemporaryDirectory() as workdir:
-        out = run_job(hvdrun, python, workdir, model, steps, "allreduce", timeout=580)
+        out = run_job(hvdrun, python, workdir, model, steps, phase, timeout=580)
         rec = recovery(workdir, [0, 2, 3])
         commit = statistics.median(r[5] for r in read_log(workdir, 0) if r[0] < KILL_STEP)
         print("model %s: step %.3f s, commit %.3f s, recovery (kill to next completed step) "
@@ -153,7 +167,7 @@ def case_bench(hvdrun, python, model, steps):
                 print("  " + line)
             # Worker 0's view, relative to the kill: when it saw the failure
             # and when it had re-formed the world.
-            for what in ("collective failed", "re-initialised"):
+            for what in ("collective failed", "restore if needed", "re-initialised"):
                 if line.startswith("[0]<stderr>:") and what in line:
                     stamp = float(line[len("[0]<stderr>:"):].split()[0])
                     print("  worker 0: %s at kill %+.3f s" % (what, stamp - t0))
@@ -162,8 +176,10 @@ def case_bench(hvdrun, python, model, steps):
 def main():
     hvdrun, python, case = sys.argv[1:4]
     if case == "bench":
-        case_bench(hvdrun, python, sys.argv[4], int(sys.argv[5]))
-    elif case in ("backward", "allreduce", "commit", "stall", "current"):
+        case_bench(hvdrun, python, sys.argv[4], int(sys.argv[5]),
+                   sys.argv[6] if len(sys.argv) > 6 else "allreduce")
+    elif case in ("backward", "allreduce", "commit", "stall", "current", "ifneeded",
+                  "ifneeded_step"):
         case_fault(hvdrun, python, case)
     else:
         fail("unknown case " + case)

@@ -8,6 +8,7 @@
 #   check_fault.sh gloo-stop V W  HVDRUN FAULT_TEST          (np 3)
 #   check_fault.sh mpi-stop V W   FAULT_TEST MPIRUN [FLAGS]  (np 3)
 #   check_fault.sh gloo-lost V    HVDRUN FAULT_TEST          (np 4)
+#   check_fault.sh gloo-idle V    HVDRUN FAULT_TEST          (np 3)
 #   check_fault.sh gloo-end A     HVDRUN FAULT_TEST          (np 3)
 #   check_fault.sh mpi-end A      FAULT_TEST MPIRUN [FLAGS]  (np 3)
 #
@@ -124,6 +125,34 @@ case $mode in
     expect "rank $victim announced its death" grep -q "FT rank=$victim killing itself" "$out"
     # PEER_LOST, or TIMEOUT in Gloo's queued-send race; named either way.
     survivors_name_victim waited 'HVD_ERR_PEER_LOST|HVD_ERR_TIMEOUT' "" "(lost|gone)"
+    ;;
+  gloo-idle)
+    # Rank $victim dies while the others compute; 1 s later their next
+    # submissions must fail at once (at submit, in under 100 ms), with
+    # PEER_LOST naming it: their loops learned of the loss meanwhile.
+    victim=$1 np=3
+    hvdrun=$2 prog=$3
+    HVD_GLOO_TIMEOUT_SECONDS=5 run_job 120 "$hvdrun" --grace-period 20 -np 3 "$prog" idle "$victim"
+    killed_at=$(sed -n "s/.*FT rank=$victim killing itself at_ms=\([0-9]*\).*/\1/p" "$out" | head -1)
+    expect "rank $victim announced its death" test -n "$killed_at"
+    for r in $(seq 0 $((np - 1))); do
+      [ "$r" = "$victim" ] && continue
+      for op in idle.grad.0 idle.grad.1; do
+        line=$(grep -E "FT rank=$r op=$op status=" "$out" | head -1)
+        expect "rank $r reported $op" test -n "$line"
+        expect "rank $r: $op failed at submit with HVD_ERR_PEER_LOST" \
+          grep -Eq "status=HVD_ERR_PEER_LOST at_submit=1 " <<<"$line"
+        us=$(sed -n 's/.* submit_us=\([0-9]*\) .*/\1/p' <<<"$line")
+        expect "rank $r: the failed submit of $op returned within 100 ms (${us:-?} us)" \
+          test -n "$us" -a "${us:-999999}" -lt 100000
+        expect "rank $r: the message names rank $victim and its host" \
+          grep -Eq "message=.*rank $victim \(host [^ ,)]+" <<<"$line"
+      done
+      at=$(grep -E "FT rank=$r op=idle.grad.0 " "$out" | sed -n 's/.* at_ms=\([0-9]*\) .*/\1/p')
+      if [ -n "$killed_at" ] && [ -n "$at" ]; then
+        echo "   rank $r: failed submit $((at - killed_at)) ms after the kill (submitted at +1000 ms)"
+      fi
+    done
     ;;
   gloo-kill)
     hvdrun=$1 prog=$2

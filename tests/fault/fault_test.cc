@@ -23,6 +23,12 @@
 //   fault_test order     ranks submit different tensors first (rank 1
 //                        'ord.b', the others 'ord.a') and wait: the
 //                        deadline fails them; exits 3. For hvd_flight.
+//   fault_test idle V    rank V SIGKILLs itself while the others compute
+//                        (none of their operations in flight, as in a
+//                        backward pass); 1 s later each survivor's next
+//                        submissions must fail at once, at submit, with
+//                        HVD_ERR_PEER_LOST naming rank V (not be queued to
+//                        fail at the wait). Any number of ranks.
 //
 // Reports are single lines "FT <key>=<value> ..." written with write(2) so
 // they leave the process at once: hvdrun stops the job a few seconds after
@@ -306,14 +312,65 @@ int End(int victim, const std::string& action) {
   KeepComputing();  // ignoring SIGTERM
 }
 
+// Microseconds since an arbitrary start (steady): the duration of one call.
+int64_t NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int Idle(int victim) {
+  IgnoreTerm();
+  const int rank = hvd_rank();
+  Buf warm(16, 1.0f);
+  for (int i = 0; i < 3; ++i) {  // everyone past init and in step
+    hvd_handle h = 0;
+    if (hvd_allreduce_async("idle.warm", &warm.dl, &warm.dl, HVD_OP_SUM, nullptr, &h) != HVD_OK ||
+        hvd_wait(h, 60000) != HVD_OK) {
+      Say(std::string("FT warm-up failed: ") + hvd_last_error());
+      return 1;
+    }
+    hvd_release(h);
+  }
+  if (rank == victim) {
+    Say("FT rank=" + std::to_string(rank) + " killing itself at_ms=" + std::to_string(NowMs()));
+    raise(SIGKILL);
+  }
+  // The survivor's backward pass: no hvd call. Its set's loop learns of the
+  // loss meanwhile (the dead rank's connections close): within milliseconds
+  // usually, 1 s leaves room for a loaded machine.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  bool ok = true;
+  for (const char* name : {"idle.grad.0", "idle.grad.1"}) {
+    hvd_handle h = 0;
+    const int64_t t0 = NowUs();
+    hvd_status s = hvd_allreduce_async(name, &warm.dl, &warm.dl, HVD_OP_SUM, nullptr, &h);
+    const int64_t took = NowUs() - t0;
+    const bool at_submit = s != HVD_OK;
+    const std::string msg = at_submit ? hvd_last_error() : "";
+    if (!at_submit) {  // queued: it can only fail later, at the wait
+      s = hvd_wait(h, 10000);
+      hvd_release(h);
+    }
+    Say("FT rank=" + std::to_string(rank) + " op=" + name + " status=" + Str(s) +
+        " at_submit=" + (at_submit ? "1" : "0") + " submit_us=" + std::to_string(took) +
+        " at_ms=" + std::to_string(NowMs()) + " message=" + (at_submit ? msg : hvd_last_error()));
+    ok = ok && at_submit && s == HVD_ERR_PEER_LOST;
+  }
+  Say("FT rank=" + std::to_string(rank) + " verdict=" + (ok ? "failed-at-submit" : "unexpected"));
+  hvd_shutdown();
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "kill" && mode != "shutdown" && mode != "stop" && mode != "end" && mode != "order") {
+  if (mode != "kill" && mode != "shutdown" && mode != "stop" && mode != "end" && mode != "order" &&
+      mode != "idle") {
     std::fprintf(stderr,
                  "usage: fault_test kill [VICTIM] | shutdown | stop VICTIM mid|before | end VICTIM "
-                 "exit0|exit1|shutdown|compute|mixed | order\n");
+                 "exit0|exit1|shutdown|compute|mixed | order | idle VICTIM\n");
     return 2;
   }
   if (hvd_init() != HVD_OK) {
@@ -327,6 +384,7 @@ int main(int argc, char** argv) {
   }
   const int victim = argc > 2 ? std::atoi(argv[2]) : 1;
   if (mode == "order") return Order();
+  if (mode == "idle") return Idle(victim);
   if (mode == "end") return End(victim, argc > 3 ? argv[3] : "exit1");
   if (mode == "stop") return Stop(victim, argc > 3 && std::string(argv[3]) == "mid");
   return mode == "kill" ? Kill(victim) : Shutdown();

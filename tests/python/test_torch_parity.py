@@ -308,6 +308,88 @@ def test_torch_state_save_restore_sync(world):
     assert sorted(set(indices.tolist())) == remaining
 
 
+def test_torch_state_restore_if_needed(world, caplog):
+    """restore_if_needed() copies back exactly the tensors changed since the
+    commit, and leaves the state equal to the commit either way."""
+    import logging
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                   named_parameters=model.named_parameters())
+    state = hvd.elastic.TorchState(model, opt, step=0)
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(1))
+
+    def train_step():
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        opt.step()
+        state.step += 1
+
+    train_step()  # momentum exists from here on
+    state.commit()
+    committed = {k: v.clone() for k, v in model.state_dict().items()}
+    momentum = {k: v["momentum_buffer"].clone() for k, v in opt.state.items()}
+    data_ptrs = [p.data_ptr() for p in model.parameters()]
+
+    def equal_to_commit():
+        return (all(torch.equal(v, committed[k]) for k, v in model.state_dict().items()) and
+                all(torch.equal(v["momentum_buffer"], momentum[k]) for k, v in opt.state.items())
+                and state.step == 1 and [p.data_ptr() for p in model.parameters()] == data_ptrs)
+
+    def restored_counts():
+        lines = [r.getMessage() for r in caplog.records if "restore if needed" in r.getMessage()]
+        caplog.clear()
+        return lines[-1].split(": ", 1)[1] if lines else None
+
+    caplog.set_level(logging.INFO, logger="hvd.elastic")
+    # Forward and backward only (a failure in the gradient allreduce): only
+    # the batch-norm statistics (running mean, var, batches) changed.
+    opt.zero_grad()
+    model(x).pow(2).sum().backward()
+    opt.synchronize()
+    state.step = 7
+    state.restore_if_needed()
+    after_backward = (equal_to_commit(), restored_counts())
+    # A full step: the weights and momentum changed, all comes back.
+    train_step()
+    state.restore_if_needed()
+    after_step = (equal_to_commit(), restored_counts())
+    # Nothing at all since the last restore: only the buffers are copied.
+    state.restore_if_needed()
+    idle = (equal_to_commit(), restored_counts())
+    # The same results as restore(): training goes on identically.
+    train_step()
+    via_if_needed = model[0].weight.detach().clone()
+    state.restore()
+    train_step()
+    # 7 tensors in the model (4 parameters, 3 batch-norm buffers, always
+    # copied), 4 momentum buffers.
+    assert after_backward == (True, "3 tensors copied back, 8 unchanged since the commit kept")
+    assert after_step == (True, "11 tensors copied back, 0 unchanged since the commit kept")
+    assert idle == (True, "3 tensors copied back, 8 unchanged since the commit kept")
+    assert torch.equal(model[0].weight, via_if_needed)
+
+
+def test_torch_state_restore_if_needed_after_a_broken_sync(world, monkeypatch):
+    """A broadcast in sync() that writes the parameters' memory (no version
+    bump) and then fails: restore_if_needed must copy everything back."""
+    import hvd.torch.elastic as torch_elastic
+    model = torch.nn.Linear(3, 2)
+    state = hvd.elastic.TorchState(model, step=0)
+    committed = model.weight.detach().clone()
+
+    def broken_broadcast(params, root_rank):
+        for tensor in params.values():
+            tensor.detach().numpy()[...] = 7.0  # what a receiving rank's memory sees
+        raise RuntimeError("lost in the broadcast")
+
+    monkeypatch.setattr(torch_elastic, "broadcast_parameters", broken_broadcast)
+    with pytest.raises(RuntimeError, match="lost in the broadcast"):
+        state._broadcast_state()
+    state.restore_if_needed()
+    assert torch.equal(model.weight, committed)
+
+
 def test_is_homogeneous(world):
     flags = hvd.allgather(torch.tensor([int(hvd.is_homogeneous())]))
     sizes = hvd.allgather(torch.tensor([hvd.local_size()]))

@@ -22,7 +22,7 @@ def _reinit():
     basics.init()
 
 
-def run(func=None, *, resume="commit"):
+def run(func=None, *, resume="commit", restore="always"):
     """Decorator: ``func(state, *args, **kwargs)`` is retried until it
     returns. Before each attempt the state is synced from rank 0 (initialising
     hvd first if needed; nothing is sent when every rank already holds the
@@ -36,11 +36,22 @@ def run(func=None, *, resume="commit"):
     after a lost peer, keep the current state instead of the last commit
     when every survivor holds exactly the same one (a failure in a
     collective before any rank applied the step's update); otherwise the
-    last commit as usual."""
+    last commit as usual.
+
+    restore="if_needed" (opt-in): going back to the last commit copies only
+    what changed since it (state.restore_if_needed()). A failure raised
+    before optimizer.step() began, e.g. in backward or in the gradient
+    allreduce, then copies no parameter and no optimizer state. It relies
+    on tensors being changed in place by torch operations (as torch.optim
+    does), which it sees by their version counters; a change made through
+    `.data` or by other code writing the memory is not seen."""
     if resume not in ("commit", "current"):
         raise ValueError("hvd.elastic.run: resume must be 'commit' or 'current', not %r" % (resume,))
+    if restore not in ("always", "if_needed"):
+        raise ValueError("hvd.elastic.run: restore must be 'always' or 'if_needed', not %r" %
+                         (restore,))
     if func is None:
-        return lambda f: run(f, resume=resume)
+        return lambda f: run(f, resume=resume, restore=restore)
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
@@ -71,6 +82,8 @@ def run(func=None, *, resume="commit"):
                 _log.warning("collective failed (%s); re-forming the job", exc)
                 if resume == "current":
                     agree = True
+                elif restore == "if_needed":
+                    state.restore_if_needed()
                 else:
                     state.restore()
             reset_needed = True

@@ -64,6 +64,12 @@ class State:
     def sync(self):
         raise NotImplementedError
 
+    def restore_if_needed(self):
+        """Go back to the last commit, copying only what changed since it
+        (hvd.elastic.run(restore="if_needed")). Subclasses that can tell
+        what changed override it; this one restores everything."""
+        self.restore()
+
     def fingerprint(self):
         """A checksum of the current (not the committed) state, used by
         hvd.elastic.run(resume="current") to see whether every survivor

@@ -14,6 +14,7 @@ the ranks do not already hold the same commit. Other arguments are pickled
 values, as in ObjectState.
 """
 import copy
+import logging
 import math
 import random
 import zlib
@@ -25,6 +26,8 @@ from ..elastic import (HostsUpdatedInterrupt, ObjectState, State, current_round,
                        hosts_updated, run)
 from ..objects import broadcast_object
 from .functions import broadcast_optimizer_state, broadcast_parameters
+
+_log = logging.getLogger("hvd.elastic")
 
 __all__ = ["ElasticSampler", "HostsUpdatedInterrupt", "ObjectState", "State", "TorchState",
            "current_round", "enabled", "hosts_updated", "run"]
@@ -101,6 +104,7 @@ class TorchState(ObjectState):
                   if k not in torch_objects and not (k in ("model", "optimizer") and v is None)}
         object.__setattr__(self, "_torch_objects", torch_objects)
         object.__setattr__(self, "_saved_torch", {})
+        object.__setattr__(self, "_marks", {})  # restore_if_needed: see _marks_of
         for name in ("model", "optimizer"):
             if name not in values:
                 object.__setattr__(self, name, named[name])
@@ -121,6 +125,7 @@ class TorchState(ObjectState):
         saved = self._saved_torch
         self._saved_torch = {name: _copy_into(saved.get(name), obj.state_dict())
                              for name, obj in self._torch_objects.items()}
+        self._marks = {name: _marks_of(obj) for name, obj in self._torch_objects.items()}
 
     def restore(self):
         for name, obj in self._torch_objects.items():
@@ -136,6 +141,36 @@ class TorchState(ObjectState):
                 _forget_pending_gradients(obj)
         super().restore()
 
+    def restore_if_needed(self):
+        """restore(), copying back only what changed since the last commit:
+        a module's parameters one by one (its buffers always), an
+        optimizer's state whole when any of it changed. A tensor counts as
+        unchanged when it is the same tensor with the same version counter
+        (torch bumps it at every in-place change) and no
+        DistributedOptimizer began an update since the commit."""
+        updated = any(_marks_of(obj).get("updates") != self._marks.get(name, {}).get("updates")
+                      for name, obj in self._torch_objects.items()
+                      if isinstance(obj, torch.optim.Optimizer))
+        copied = kept = 0
+        for name, obj in self._torch_objects.items():
+            saved = self._saved_torch.get(name)
+            if saved is None:
+                continue
+            marks = self._marks.get(name, {})
+            if isinstance(obj, torch.nn.Module):
+                n_copied, n_kept = _restore_module(obj, saved, marks, updated)
+            elif isinstance(obj, torch.optim.Optimizer):
+                n_copied, n_kept = _restore_optimizer(obj, saved, marks)
+            else:
+                obj.load_state_dict(saved)
+                n_copied, n_kept = 0, 0
+            copied += n_copied
+            kept += n_kept
+        ObjectState.restore(self)
+        self._marks = {name: _marks_of(obj) for name, obj in self._torch_objects.items()}
+        _log.info("restore if needed: %d tensors copied back, %d unchanged since the commit "
+                  "kept", copied, kept)
+
     def fingerprint(self):
         crc = super().fingerprint()
         for _, obj in sorted(self._torch_objects.items()):
@@ -143,6 +178,10 @@ class TorchState(ObjectState):
         return crc
 
     def _broadcast_state(self):
+        # The broadcast writes the tensors' memory without bumping their
+        # versions: until it is done (then saved), restore_if_needed must
+        # copy everything back.
+        self._marks = {}
         # Sorted by name: every rank broadcasts in the same order.
         for name, obj in sorted(self._torch_objects.items()):
             if isinstance(obj, torch.nn.Module):
@@ -156,6 +195,65 @@ class TorchState(ObjectState):
         super()._broadcast_state()
         # Every rank now holds rank 0's state: that is the new commit.
         self._save_torch()
+
+
+def _mark(t):
+    if t.layout != torch.strided:
+        return object()  # equal to nothing: always copied back
+    return (t.data_ptr(), t._version, t.shape, t.dtype)
+
+
+def _marks_of(obj):
+    """What tells an unchanged tensor of `obj` from a changed one: per
+    state_dict entry, its storage and version counter; for an optimizer
+    also how many updates a DistributedOptimizer began ("updates")."""
+    if isinstance(obj, torch.nn.Module):
+        return {k: (_mark(v) if isinstance(v, torch.Tensor) else None)
+                for k, v in obj.state_dict().items()}
+    if isinstance(obj, torch.optim.Optimizer):
+        marks = {(idx, key): (_mark(v) if isinstance(v, torch.Tensor) else None)
+                 for idx, entry in obj.state_dict()["state"].items() for key, v in entry.items()}
+        marks["updates"] = getattr(obj, "_hvd_updates", None)
+        return marks
+    return {}
+
+
+def _restore_module(module, saved, marks, updated):
+    """Copies back the module's changed parameters and all its buffers (a
+    kernel may update a buffer without bumping its version, as batch norm's
+    running statistics may); everything after an optimizer update or when
+    the layout changed. Returns (copied, kept)."""
+    live = module.state_dict()
+    if (updated or set(live) != set(saved) or set(live) != set(marks)
+            or not all(isinstance(v, torch.Tensor) for v in live.values())):
+        module.load_state_dict(saved)
+        return len(live), 0
+    params = {name for name, _ in module.named_parameters()}
+    copied = 0
+    with torch.no_grad():
+        for key, tensor in live.items():
+            if key not in params or _mark(tensor) != marks[key]:
+                tensor.copy_(saved[key])
+                copied += 1
+    return copied, len(live) - copied
+
+
+def _restore_optimizer(optimizer, saved, marks):
+    """The optimizer's state whole when any tensor of it changed (or an
+    update began), else only its hyperparameters; returns (copied, kept)."""
+    tensors = sum(1 for k, v in marks.items() if k != "updates" and v is not None)
+    if _marks_of(optimizer) != marks:
+        if not _restore_in_place(optimizer, saved):
+            optimizer.load_state_dict(copy.deepcopy(saved))
+        copied, kept = tensors, 0
+    else:
+        for group, saved_group in zip(optimizer.param_groups, saved["param_groups"]):
+            for key, value in saved_group.items():
+                if key != "params":
+                    group[key] = copy.deepcopy(value)  # e.g. a scheduler's learning rate
+        copied, kept = 0, tensors
+    _forget_pending_gradients(optimizer)
+    return copied, kept
 
 
 def _restore_in_place(optimizer, saved):

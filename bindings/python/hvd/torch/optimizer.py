@@ -99,6 +99,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._predivide = gradient_predivide_factor
         self._process_set = process_set
         self._sparse_as_dense = sparse_as_dense
+        self._hvd_updates = 0  # step()s that began updating (hvd.elastic reads it)
         self.backward_passes_per_step = backward_passes_per_step
 
         all_params = [p for group in self.param_groups for p in group["params"]]
@@ -374,6 +375,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                               "twice.")
             self.synchronize()
         self._synchronized = False
+        self._hvd_updates += 1  # from here on the parameters change
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
