@@ -78,7 +78,7 @@ void CheckAllreduce(ShmComm& shm, DataType dt, ReduceOp op, int64_t n, bool in_p
   std::vector<T> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) in[i] = Make<T>(V(Rank(), i));
   T* dst = in_place ? in.data() : out.data();
-  const Status s = shm.AllreduceFrom(in.data(), dst, n, dt, op);
+  const Status s = shm.Allreduce({in.data(), dst, n, dt, op});
   ASSERT_TRUE(s.ok()) << s.message();
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(Get(dst[i]), static_cast<double>(Expected(op, i)))
@@ -227,7 +227,7 @@ TEST(ShmComm, AlltoallvUnevenEmptyAndOnePair) {
   }
   // Still in step with the other collectives.
   int32_t v = Rank() + 1;
-  ASSERT_TRUE(shm->Allreduce(&v, 1, DataType::kInt32, ReduceOp::kSum).ok());
+  ASSERT_TRUE(shm->Allreduce({&v, 1, DataType::kInt32, ReduceOp::kSum}).ok());
   EXPECT_EQ(v, Size() * (Size() + 1) / 2);
 }
 
@@ -255,7 +255,7 @@ TEST(ShmComm, MissingMemberTimesOutAndAbortEndsTheWait) {
   if (Rank() == 0) {
     std::vector<float> v(100, 1.0f);
     auto t0 = std::chrono::steady_clock::now();
-    Status s = quick->Allreduce(v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    Status s = quick->Allreduce({v.data(), 100, DataType::kFloat32, ReduceOp::kSum});
     EXPECT_EQ(s.code(), Code::kTimeout) << s.message();
     EXPECT_NE(s.message().find("member 1 of this host's group did not arrive"), std::string::npos)
         << s.message();
@@ -268,7 +268,7 @@ TEST(ShmComm, MissingMemberTimesOutAndAbortEndsTheWait) {
       slow->Abort();
     });
     t0 = std::chrono::steady_clock::now();
-    s = slow->Allreduce(v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    s = slow->Allreduce({v.data(), 100, DataType::kFloat32, ReduceOp::kSum});
     stop.join();
     EXPECT_NE(s.message().find("aborted"), std::string::npos) << s.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));

@@ -13,20 +13,21 @@ HierarchicalComm::HierarchicalComm(std::unique_ptr<NcclComm> flat, std::unique_p
       cross_host_(std::move(cross_host)),
       cross_(cross_host_.get(), stream) {}
 
-Status HierarchicalComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
+Status HierarchicalComm::DoAllreduce(const AllreduceOptions& a) {
   const int lsize = local_->size();
   const int lrank = local_->rank();
-  const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
-  std::vector<int64_t> counts = SplitCount(count, lsize);
+  const int64_t esize = static_cast<int64_t>(DataTypeSize(a.dt));
+  std::vector<int64_t> counts = SplitCount(a.count, lsize);
   int64_t off = 0;
   for (int k = 0; k < lrank; ++k) off += counts[static_cast<size_t>(k)];
-  auto* mine = static_cast<uint8_t*>(buf) + off * esize;
-  // In place: my block of the host-reduced buffer stays where it was.
-  HVD_RETURN_IF_ERROR(local_->Reducescatter(buf, mine, counts, dt, op));
-  HVD_RETURN_IF_ERROR(cross_.Allreduce(mine, counts[static_cast<size_t>(lrank)], dt, op));
+  auto* mine = static_cast<uint8_t*>(a.out) + off * esize;
+  // My block of the host-reduced buffer lands where it belongs in `out`
+  // (in place: where it was).
+  HVD_RETURN_IF_ERROR(local_->Reducescatter(a.in, mine, counts, a.dt, a.op));
+  HVD_RETURN_IF_ERROR(cross_.Allreduce({mine, counts[static_cast<size_t>(lrank)], a.dt, a.op}));
   std::vector<int64_t> bytes(counts.size());
   for (size_t k = 0; k < counts.size(); ++k) bytes[k] = counts[k] * esize;
-  return local_->Allgatherv(mine, buf, bytes);
+  return local_->Allgatherv(mine, a.out, bytes);
 }
 
 }  // namespace hvd

@@ -21,12 +21,8 @@ class HierarchicalComm : public ForwardingComm {
                    std::unique_ptr<Comm> local_ctrl, std::unique_ptr<Comm> cross_host,
                    const CudaStream* stream);
 
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
-  // Through this class's Allreduce, not the flat communicator's.
-  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt,
-                       ReduceOp op) override {
-    return Comm::AllreduceFrom(in, out, count, dt, op);
-  }
+ protected:
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   std::unique_ptr<Comm> local_ctrl_;  // the host group the local NCCL comm was made over

@@ -35,11 +35,11 @@ Status StagingComm::ToDevice(void* dst, const void* src, int64_t bytes) {
   return Status::OK();
 }
 
-Status StagingComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
-  const int64_t bytes = count * static_cast<int64_t>(DataTypeSize(dt));
-  HVD_RETURN_IF_ERROR(ToHost(&in_, buf, bytes));
-  HVD_RETURN_IF_ERROR(host_->Allreduce(in_.data(), count, dt, op));
-  return ToDevice(buf, in_.data(), bytes);
+Status StagingComm::DoAllreduce(const AllreduceOptions& a) {
+  const int64_t bytes = a.count * static_cast<int64_t>(DataTypeSize(a.dt));
+  HVD_RETURN_IF_ERROR(ToHost(&in_, a.in, bytes));
+  HVD_RETURN_IF_ERROR(host_->Allreduce({in_.data(), a.count, a.dt, a.op}));
+  return ToDevice(a.out, in_.data(), bytes);
 }
 
 Status StagingComm::Allgatherv(const void* in, void* out, const std::vector<int64_t>& per_rank) {

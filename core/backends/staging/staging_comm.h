@@ -20,7 +20,6 @@ class StagingComm : public Comm {
   Transport transport() const override { return host_->transport(); }
   bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
 
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -31,6 +30,9 @@ class StagingComm : public Comm {
   Status Split(const std::vector<int>&, const std::string&, std::unique_ptr<Comm>*) override {
     return Status::Unsupported("split the host communicator, not its GPU staging wrapper");
   }
+
+ protected:
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   // Device -> pinned (waits: the host backend reads it next).

@@ -45,13 +45,14 @@ class ShmComm : public ForwardingComm {
   ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment, int64_t slot_bytes,
           double timeout_s, bool check_pids);
 
-  // Rounds of one slot: no need to fuse for the transport's sake.
-  int64_t fusion_solo_bytes() const override { return 0; }
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
-  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
-  bool gathers() const override { return true; }
-  Status AllreduceGathered(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
-                           const Scatter& scatter) override;
+  // Rounds of one slot: no need to fuse for the transport's sake. Gathers:
+  // each round's input is gathered straight into my slot, and its result
+  // scattered straight out of the slots.
+  CommCaps caps() const override {
+    CommCaps c;
+    c.gathers = true;
+    return c;
+  }
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
                        ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes) override;
@@ -59,6 +60,9 @@ class ShmComm : public ForwardingComm {
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                    const std::vector<int64_t>& recv_bytes) override;
   void Abort() override;
+
+ protected:
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   struct alignas(64) Member {
@@ -78,8 +82,8 @@ class ShmComm : public ForwardingComm {
   Status Barrier();
   Status WaitFor(int r, uint64_t target);
   Status SleepUntil(int r, uint64_t target, std::chrono::steady_clock::time_point start);
-  Status RunAllreduce(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
-                      const Scatter& scatter);
+  Status RunRounds(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
+                   const Scatter& scatter);
 
   std::unique_ptr<ShmSegment> segment_;
   int64_t slot_bytes_;
