@@ -106,7 +106,7 @@ Status Hierarchy(const Config& config, const BuildArgs& args, std::shared_ptr<Co
     HVD_RETURN_IF_ERROR(flat.Split(
         hosts.cross_ranks, tag + ".hier.cross" + std::to_string(hosts.local_index), &cross));
     // The cross step runs on the worker beside the host-local steps: it
-    // must not spin (mpi_ring_allreduce.h).
+    // must not spin (core/algorithms/mpi/mpi_ring_allreduce.h).
     CommTuning quiet;
     quiet.quiet_allreduce = true;
     cross->Tune(quiet);

@@ -2,13 +2,17 @@
 // with no peers: the stages run around the whole reduction unless the Comm
 // runs them per piece itself; gather and scatter only where the Comm
 // gathers; AllreduceInPieces cuts in ascending pieces, at least one;
-// ForwardingComm forwards the fusion size and the tuning, nothing else.
+// ForwardingComm forwards the fusion size and the tuning, nothing else;
+// MPI's quiet ring is registered.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "core/backends/forwarding_comm.h"
+#ifdef HVD_HAVE_MPI
+#include "core/backends/mpi/mpi_quiet_allreduce.h"
+#endif
 
 namespace hvd {
 namespace {
@@ -151,6 +155,14 @@ TEST(CommAllreduce, ForwardingCommForwardsTheFusionSizeAndTheTuningOnly) {
   ASSERT_TRUE(fwd.Allreduce({&v, 1, DataType::kInt32, ReduceOp::kSum}).ok());
   EXPECT_EQ(inner->calls, (std::vector<std::string>{"plain"}));
 }
+
+#ifdef HVD_HAVE_MPI
+// MpiComm's quiet mode runs the ring of core/algorithms/mpi/, which
+// registers itself at start-up (the transport cannot include it).
+TEST(CommAllreduce, MpiQuietRingIsRegistered) {
+  EXPECT_NE(MpiQuietAllreduce(), nullptr);
+}
+#endif
 
 }  // namespace
 }  // namespace hvd

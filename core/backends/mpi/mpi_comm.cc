@@ -57,9 +57,9 @@ CommCaps MpiComm::caps() const {
 }
 
 Status MpiComm::DoAllreduce(const AllreduceOptions& a) {
-  if (ring_) {
+  if (quiet_) {
     return AllreduceInPieces(a, 0, [&](int64_t, int64_t) {
-      return ring_->Run(comm_, a.in, a.out, a.count, a.dt, a.op);
+      return quiet_->Run(comm_, a.in, a.out, a.count, a.dt, a.op);
     });
   }
   const MPI_Datatype type = ToMpiType(a.dt);
@@ -222,14 +222,30 @@ Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
 
 void MpiComm::Tune(const CommTuning& tuning) {
   if (tuning.allreduce_chunk_bytes) chunk_bytes_ = *tuning.allreduce_chunk_bytes;
-  if (!tuning.quiet_allreduce || ring_) return;
-  const int64_t piece = RingPieceBytes(MpiRingAllreduce::kDefaultPieceBytes);
-  if (piece != MpiRingAllreduce::kDefaultPieceBytes && rank_ == 0) {
-    HVD_LOG(kInfo) << "MPI: Open MPI's TCP transport runs with its emulated RDMA put "
-                      "(btl_tcp_flags): the cross-host ring sends pieces of "
-                   << piece << " bytes, within its eager limit";
+  if (!tuning.quiet_allreduce || quiet_) return;
+  const MpiQuietAllreduceMaker make = MpiQuietAllreduce();
+  if (make) {
+    quiet_ = make(rank_);
+  } else if (rank_ == 0) {
+    HVD_LOG(kWarning) << "MPI: no quiet allreduce is registered; the cross-host step runs on "
+                         "MPI_Allreduce";
   }
-  ring_ = std::make_unique<MpiRingAllreduce>(piece);
+}
+
+namespace {
+MpiQuietAllreduceMaker& QuietMaker() {
+  static MpiQuietAllreduceMaker maker = nullptr;
+  return maker;
+}
+}  // namespace
+
+bool RegisterMpiQuietAllreduce(MpiQuietAllreduceMaker maker) {
+  QuietMaker() = maker;
+  return true;
+}
+
+MpiQuietAllreduceMaker MpiQuietAllreduce() {
+  return QuietMaker();
 }
 
 Status MpiComm::OpenControlChannel(const ControlChannelOptions& options,

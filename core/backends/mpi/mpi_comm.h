@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "core/backends/comm.h"
-#include "core/backends/mpi/mpi_ring_allreduce.h"
+#include "core/backends/mpi/mpi_quiet_allreduce.h"
 
 namespace hvd {
 
@@ -30,9 +30,9 @@ class MpiComm : public Comm {
   // reduction.
   CommCaps caps() const override;
   // allreduce_chunk_bytes: the pieces; quiet_allreduce: from now on
-  // Allreduce runs as MpiRingAllreduce (nonblocking pieces, waits by
-  // sleeping) instead of MPI_Allreduce: for the cross-host step of
-  // hierarchical allreduce, which runs beside another thread's MPI calls.
+  // Allreduce runs as the registered quiet allreduce (mpi_quiet_allreduce.h:
+  // the ring of nonblocking pieces that waits by sleeping) instead of MPI_Allreduce: for the
+  // cross-host step of hierarchical allreduce, which runs beside another thread's MPI calls.
   void Tune(const CommTuning& tuning) override;
 
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
@@ -70,7 +70,7 @@ class MpiComm : public Comm {
   int64_t chunk_bytes_;
   int rank_ = 0;
   int size_ = 1;
-  std::unique_ptr<MpiRingAllreduce> ring_;  // set by Tune (quiet_allreduce)
+  std::unique_ptr<MpiAllreduceAlgorithm> quiet_;  // set by Tune (quiet_allreduce)
 };
 
 // MPI datatype and op for hvd's types; 16-bit floats use user-defined ops

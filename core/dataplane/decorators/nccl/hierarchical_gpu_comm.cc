@@ -1,19 +1,20 @@
-#include "core/backends/nccl/hierarchical_comm.h"
+#include "core/dataplane/decorators/nccl/hierarchical_gpu_comm.h"
 
-#include "core/backends/nccl/hierarchy_plan.h"
+#include "core/dataplane/gpu_hierarchy_plan.h"
 
 namespace hvd {
 
-HierarchicalComm::HierarchicalComm(std::unique_ptr<NcclComm> flat, std::unique_ptr<NcclComm> local,
-                                   std::unique_ptr<Comm> local_ctrl,
-                                   std::unique_ptr<Comm> cross_host, const CudaStream* stream)
+HierarchicalGpuComm::HierarchicalGpuComm(std::unique_ptr<NcclComm> flat,
+                                         std::unique_ptr<NcclComm> local,
+                                         std::unique_ptr<Comm> local_ctrl,
+                                         std::unique_ptr<Comm> cross_host, const CudaStream* stream)
     : ForwardingComm(std::shared_ptr<Comm>(std::move(flat))),
       local_ctrl_(std::move(local_ctrl)),
       local_(std::move(local)),
       cross_host_(std::move(cross_host)),
       cross_(cross_host_.get(), stream) {}
 
-Status HierarchicalComm::DoAllreduce(const AllreduceOptions& a) {
+Status HierarchicalGpuComm::DoAllreduce(const AllreduceOptions& a) {
   const int lsize = local_->size();
   const int lrank = local_->rank();
   const int64_t esize = static_cast<int64_t>(DataTypeSize(a.dt));

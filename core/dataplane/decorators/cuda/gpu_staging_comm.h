@@ -1,7 +1,7 @@
-// GPU tensors over a CPU backend: every data call copies device memory into
-// page-locked host buffers, runs the wrapped host Comm (MPI or Gloo) and
-// copies the result back. Used when NCCL is not built or HVD_GPU_OPERATIONS
-// asks for mpi/gloo, and for the cross-host step of hierarchical allreduce.
+// GPU tensors over a CPU backend (a decorator of the host Comm): every data call copies device
+// memory into page-locked host buffers, runs the wrapped host Comm (MPI or Gloo) and copies the
+// result back. Used when NCCL is not built or HVD_GPU_OPERATIONS asks for mpi/gloo, and for the
+// cross-host step of hierarchical allreduce.
 #pragma once
 
 #include "core/backends/comm.h"
@@ -9,10 +9,10 @@
 
 namespace hvd {
 
-class StagingComm : public Comm {
+class GpuStagingComm : public Comm {
  public:
   // `host` and `stream` must outlive this object.
-  StagingComm(Comm* host, const CudaStream* stream) : host_(host), stream_(stream) {}
+  GpuStagingComm(Comm* host, const CudaStream* stream) : host_(host), stream_(stream) {}
 
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
