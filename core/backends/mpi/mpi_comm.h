@@ -29,10 +29,11 @@ class MpiComm : public Comm {
   // Allreduces run in pieces of chunk_bytes, each drained after its
   // reduction.
   CommCaps caps() const override;
-  // allreduce_chunk_bytes: the pieces; quiet_allreduce: from now on
+  // allreduce_chunk_bytes: the pieces. quiet_allreduce: from now on
   // Allreduce runs as the registered quiet allreduce (mpi_quiet_allreduce.h:
-  // the ring of nonblocking pieces that waits by sleeping) instead of MPI_Allreduce: for the
-  // cross-host step of hierarchical allreduce, which runs beside another thread's MPI calls.
+  // a ring of nonblocking pieces that waits by sleeping) instead of
+  // MPI_Allreduce: for the cross-host step of hierarchical allreduce, which
+  // runs beside another thread's MPI calls.
   void Tune(const CommTuning& tuning) override;
 
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
