@@ -7,7 +7,9 @@ first folder of its path that the table names (core/<layer>/..., capi/,
 tools/<program>/); an include "core/<layer>/..." or "capi/..." is checked
 against it. Includes of system and third-party headers are not checked. A
 folder of core/ that the table does not name fails the check (its files
-would otherwise go unchecked). The C layer is held to more: it may include
+would otherwise go unchecked), and so does a folder of core/backends/ that
+is not a transport in TRANSPORTS (decorators belong in
+core/dataplane/decorators/, algorithms in core/algorithms/). The C layer is held to more: it may include
 only core/api/api.h and the common headers in CAPI_CORE_HEADERS, and each
 capi/*.cc stays at CAPI_MAX_LINES lines or fewer.
 
@@ -43,6 +45,9 @@ def below(layer):
     """core/<layer> and every core layer under it, as include prefixes."""
     return ["core/" + name + "/" for name in CORE_ORDER[CORE_ORDER.index(layer):]]
 
+
+# The folders of core/backends/: transports only.
+TRANSPORTS = ["gloo", "mpi", "nccl", "tcp"]
 
 # The only core headers capi/ may include (exact paths).
 CAPI_CORE_HEADERS = ["core/api/api.h", "core/common/status.h", "core/common/types.h"]
@@ -82,6 +87,11 @@ def unknown_layers(root):
     for name in sorted(os.listdir(core)):
         if os.path.isdir(os.path.join(core, name)) and name not in CORE_ORDER:
             yield "core/%s/: a folder the layer table does not know (add it to CORE_ORDER)" % name
+    backends = os.path.join(core, "backends")
+    for name in sorted(os.listdir(backends)):
+        if os.path.isdir(os.path.join(backends, name)) and name not in TRANSPORTS:
+            yield ("core/backends/%s/: backends/ holds transports only (TRANSPORTS); decorators "
+                   "go to core/dataplane/decorators/, algorithms to core/algorithms/" % name)
 
 
 def violations(root):
@@ -173,6 +183,12 @@ def self_test(root):
         found = [v for v in violations(tmp) if v.startswith("core/newlayer/")]
         if len(found) != 1:
             print("self-test FAILED: an unknown core/ folder gave %r" % found)
+            return 1
+        print("self-test ok: " + found[0])
+        os.makedirs(os.path.join(tmp, "core", "backends", "staging"))
+        found = [v for v in violations(tmp) if v.startswith("core/backends/staging/")]
+        if len(found) != 1:
+            print("self-test FAILED: a non-transport folder in backends/ gave %r" % found)
             return 1
         print("self-test ok: " + found[0])
         return 0

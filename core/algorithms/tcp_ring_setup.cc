@@ -10,8 +10,8 @@
 
 #include <cerrno>
 
-#include "core/backends/tcp/tcp_link.h"
 #include "core/algorithms/tcp_ring.h"
+#include "core/backends/tcp/tcp_link.h"
 
 namespace hvd {
 
@@ -77,7 +77,7 @@ Status TcpRing::Create(Comm* comm, const std::string& bind_host, double timeout_
     }
   }
   int32_t ok = mine.ok() ? 1 : 0;
-  HVD_RETURN_IF_ERROR(comm->Allreduce(&ok, 1, DataType::kInt32, ReduceOp::kMin));
+  HVD_RETURN_IF_ERROR(comm->Allreduce({&ok, 1, DataType::kInt32, ReduceOp::kMin}));
   if (!ok) {
     return Status::Backend("cross-host ring: " +
                            (mine.ok() ? std::string("another member could not connect")

@@ -5,31 +5,29 @@
 
 namespace hvd {
 
-Status Comm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) {
-  std::memcpy(out, in, static_cast<size_t>(count) * DataTypeSize(dt));
-  return Allreduce(out, count, dt, op);
+Status Comm::Allreduce(const AllreduceOptions& args) {
+  if (args.regions) {
+    if (caps().direct_min_bytes < 0 || args.gathered() || args.staged()) {
+      return Status::Internal(std::string(backend_name()) + " has no direct allreduce");
+    }
+    return DoAllreduce(args);
+  }
+  if (args.gathered()) {
+    if (!caps().gathers || !args.gather || !args.scatter) {
+      return Status::Internal(std::string(backend_name()) + " has no gathered allreduce");
+    }
+    return DoAllreduce(args);
+  }
+  if (!args.staged() || caps().stages_per_piece) return DoAllreduce(args);
+  // Stages around the whole reduction: fill everything, reduce, drain.
+  return AllreduceInPieces(args, 0, [&](int64_t, int64_t) {
+    return DoAllreduce(AllreduceOptions(args.in, args.out, args.count, args.dt, args.op));
+  });
 }
 
-Status Comm::AllreduceStaged(const void* in, void* out, int64_t count, DataType dt, ReduceOp op,
-                             const Stage& fill, const Stage& drain) {
-  return AllreduceStagedInTurn(*this, in, out, count, dt, op, fill, drain);
-}
-
-Status Comm::AllreduceDirect(const std::vector<DirectRegion>&, int64_t, DataType, ReduceOp,
-                             double) {
-  return Status::Internal(std::string(backend_name()) + " has no direct allreduce");
-}
-
-Status Comm::AllreduceGathered(int64_t, DataType, ReduceOp, const Gather&, const Scatter&) {
-  return Status::Internal(std::string(backend_name()) + " has no gathered allreduce");
-}
-
-Status AllreduceStagedInTurn(Comm& comm, const void* in, void* out, int64_t count, DataType dt,
-                             ReduceOp op, const Comm::Stage& fill, const Comm::Stage& drain) {
-  if (fill) HVD_RETURN_IF_ERROR(fill(0, count));
-  HVD_RETURN_IF_ERROR(in == out ? comm.Allreduce(out, count, dt, op)
-                                : comm.AllreduceFrom(in, out, count, dt, op));
-  return drain ? drain(0, count) : Status::OK();
+void CopyInputToOutput(const AllreduceOptions& args) {
+  if (args.in == args.out || args.count <= 0) return;
+  std::memcpy(args.out, args.in, static_cast<size_t>(args.count) * DataTypeSize(args.dt));
 }
 
 Status Comm::SendRecv(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,

@@ -6,9 +6,11 @@
 // time per Comm (the set's background thread).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,107 @@
 
 namespace hvd {
 
+// Consecutive elements of a direct allreduce (AllreduceOptions::regions):
+// n elements read from `in` (0: zeros, a joined rank's part) and written to
+// `out`; in may equal out. Addresses, so that other processes can read them.
+struct DirectRegion {
+  uint64_t in;
+  uint64_t out;
+  int64_t n;
+};
+
+// One allreduce: what Comm::Allreduce takes, as Gloo's AllreduceOptions
+// (not api::AllreduceArgs, the C++ API's tensors). Elements [0, count) of `in` are reduced into
+// `out` (in place where in == out; otherwise host memory, not overlapping); op is kSum, kMin, kMax
+// or kProduct (averaging is a scale applied by the caller).
+struct AllreduceOptions {
+  // Work on elements [off, off + n): fill writes them into `in` before they
+  // are read, drain reads them from `out` once they are final (packing and
+  // unpacking the fusion buffer, scaling). Ascending, every element once;
+  // host memory only.
+  using Stage = std::function<Status(int64_t off, int64_t n)>;
+  // Elements [off, off + n) of the input, written to dst (gather), or the
+  // final elements, read from src (scatter), in any order, each element
+  // once: the caller's tensors packed and unpacked by the transport itself,
+  // straight into and out of its own buffers (only where caps().gathers;
+  // then in and out are unused).
+  using Gather = std::function<Status(int64_t off, int64_t n, void* dst)>;
+  using Scatter = std::function<Status(int64_t off, int64_t n, const void* src)>;
+
+  AllreduceOptions() = default;
+  AllreduceOptions(void* buf, int64_t n, DataType type, ReduceOp reduce)
+      : AllreduceOptions(buf, buf, n, type, reduce) {}
+  AllreduceOptions(const void* input, void* output, int64_t n, DataType type, ReduceOp reduce)
+      : in(input), out(output), count(n), dt(type), op(reduce) {}
+
+  bool staged() const { return fill || drain; }
+  bool gathered() const { return gather || scatter; }
+
+  const void* in = nullptr;
+  void* out = nullptr;
+  int64_t count = 0;
+  DataType dt = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  Stage fill, drain;  // optional
+  Gather gather;      // optional, with scatter
+  Scatter scatter;
+  // Optional: the tensors where they lie, for a transport that reads the
+  // other ranks' memory (only where count * element size reaches
+  // caps().direct_min_bytes; then in and out are unused), and the factor the
+  // result is multiplied by while each piece is in cache.
+  const std::vector<DirectRegion>* regions = nullptr;
+  double post = 1.0;
+};
+
+// What a Comm's allreduce can do: what the ops layer chooses its strategy
+// by (core/ops/allreduce.cc).
+struct CommCaps {
+  // Tensors of at least this many bytes skip the fusion buffer and run
+  // alone, in place (0: fuse everything up to the threshold). Worth it where
+  // a call is cheap next to copying the tensor twice (shared-memory MPI),
+  // not where each call costs milliseconds (Gloo over TCP).
+  int64_t fusion_solo_bytes = 0;
+  // Allreduce runs fill and drain itself, around each piece it reduces (MPI:
+  // its cache-sized pieces; the hierarchy: its chunks), so that a drain that
+  // scales reads each piece while it is still in cache. Elsewhere
+  // Comm::Allreduce runs them around the whole reduction.
+  bool stages_per_piece = false;
+  // ... and runs them while the network works (the hierarchy: beside its
+  // cross-host step), so that copies cost no time: callers then pack and
+  // unpack the fusion buffer through the stages. Where not, they pack,
+  // reduce and unpack as three timed steps.
+  bool overlaps_stages = false;
+  // Allreduce takes gather and scatter: the transport copies the tensors
+  // into memory the others read anyway (shared memory), so packing them
+  // first, and unpacking and scaling after, would be passes over the data
+  // for nothing.
+  bool gathers = false;
+  // Host allreduces of at least this many bytes (and no prescale) are
+  // fastest given as regions: the transport reads the other ranks' memory
+  // where it lies (cross-memory attach), so copying the tensors into its
+  // own buffers first would only add passes. -1: never. Equal on every
+  // rank, so all choose the same path whatever their tensors' layout.
+  int64_t direct_min_bytes = -1;
+};
+
+// Knobs set after construction (the autotuner's, the data plane's).
+struct CommTuning {
+  // The size of the pieces large allreduces are cut into (a hint; backends
+  // that do not cut ignore it). Unset: unchanged.
+  std::optional<int64_t> allreduce_chunk_bytes;
+  // From now on, allreduce without busy-waiting: the call runs on a helper
+  // thread beside this process's host-local work (the hierarchy's cross
+  // step). MPI switches to MpiRingAllreduce; others sleep already. False
+  // leaves it as it is.
+  bool quiet_allreduce = false;
+};
+
 class Comm {
  public:
+  using Stage = AllreduceOptions::Stage;
+  using Gather = AllreduceOptions::Gather;
+  using Scatter = AllreduceOptions::Scatter;
+
   virtual ~Comm() = default;
 
   virtual int rank() const = 0;
@@ -35,79 +136,16 @@ class Comm {
   virtual bool supports_device(const Device& device) const {
     return device.kind == DeviceKind::kCPU;
   }
-
-  // Autotune: the size of the pieces large allreduces are split into (a
-  // hint; backends that do not chunk ignore it).
-  virtual void SetAllreduceChunkBytes(int64_t /*bytes*/) {}
-  // Tensors of at least this many bytes skip the fusion buffer and run
-  // alone, in place (0: fuse everything up to the threshold). Worth it where
-  // a call is cheap next to copying the tensor twice (shared-memory MPI), not
-  // where each call costs milliseconds (Gloo over TCP).
-  virtual int64_t fusion_solo_bytes() const { return 0; }
-  // The pieces Allreduce splits large buffers into (0: one call). Callers
-  // that scale the result do it piece by piece, while each is in cache.
-  // Decorators with their own algorithm (hierarchical) keep the default.
-  virtual int64_t allreduce_chunk_bytes() const { return 0; }
-  // From now on, allreduce without busy-waiting: the call runs on a helper
-  // thread beside this process's host-local work (the hierarchy's cross
-  // step). MPI switches to MpiRingAllreduce; others sleep already.
-  virtual void UseQuietAllreduce() {}
+  // What Allreduce can do (see CommCaps).
+  virtual CommCaps caps() const { return CommCaps(); }
+  // Applies the knobs that are set.
+  virtual void Tune(const CommTuning& /*tuning*/) {}
 
   // ---- data
-  // In place over `count` elements; op is kSum, kMin, kMax or kProduct
-  // (averaging is a scale applied by the caller).
-  virtual Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) = 0;
-  // The same, reading `in` and writing `out` (host memory, not overlapping).
-  // The default copies then reduces in place; MPI reduces out of place, which
-  // saves a pass over the data.
-  virtual Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op);
-  // Work on elements [off, off + n) of a staged allreduce: fill writes them
-  // into its input before they are read, drain reads them from its output
-  // once they are final (packing and unpacking the fusion buffer, scaling).
-  using Stage = std::function<Status(int64_t off, int64_t n)>;
-  // AllreduceFrom (`in` may equal `out`, host memory) with the input filled
-  // and the output drained in pieces: ascending, every element once; a null
-  // Stage does nothing. The default fills everything, reduces, then drains.
-  virtual Status AllreduceStaged(const void* in, void* out, int64_t count, DataType dt, ReduceOp op,
-                                 const Stage& fill, const Stage& drain);
-  // Whether AllreduceStaged runs the stages while the network works (the
-  // hierarchy: beside its cross-host step), so that copies cost no time.
-  // Where not, callers pack, reduce and unpack as three timed steps.
-  virtual bool overlaps_stages() const { return false; }
-  // Elements [off, off + n) of an allreduce's input, written to dst
-  // (gather), or its final elements, read from src (scatter), in any order,
-  // each element once: the caller's tensors packed and unpacked by the
-  // transport itself, straight into and out of its own buffers.
-  using Gather = std::function<Status(int64_t off, int64_t n, void* dst)>;
-  using Scatter = std::function<Status(int64_t off, int64_t n, const void* src)>;
-  // Whether AllreduceGathered runs without a fusion buffer: the transport
-  // copies the tensors into memory the others read anyway (shared memory),
-  // so packing them first, and unpacking and scaling after, would be
-  // passes over the data for nothing.
-  virtual bool gathers() const { return false; }
-  // An allreduce of `count` elements whose input comes from gather and whose
-  // result goes to scatter (only where gathers()).
-  virtual Status AllreduceGathered(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
-                                   const Scatter& scatter);
-  // Host allreduces of at least this many bytes (and no prescale) are
-  // fastest through AllreduceDirect: the transport reads the other ranks'
-  // memory where it lies (cross-memory attach), so copying the tensors into
-  // its own buffers first would only add passes. -1: never. Equal on every
-  // rank, so all choose the same path whatever their tensors' layout.
-  virtual int64_t direct_min_bytes() const { return -1; }
-  // Consecutive elements of a direct allreduce: n elements read from `in`
-  // (null: zeros, a joined rank's part) and written to `out`; in may equal
-  // out. Addresses, so that other processes can read them.
-  struct DirectRegion {
-    uint64_t in;
-    uint64_t out;
-    int64_t n;
-  };
-  // An allreduce of `count` elements lying in `regions` (in order, their n
-  // summing to count), the result multiplied by `post` while each piece is
-  // in cache. Only where direct_min_bytes() >= 0.
-  virtual Status AllreduceDirect(const std::vector<DirectRegion>& regions, int64_t count,
-                                 DataType dt, ReduceOp op, double post);
+  // The one allreduce entry point (AllreduceOptions). Gather and scatter only
+  // where caps().gathers; fill and drain run around the whole reduction
+  // unless caps().stages_per_piece.
+  Status Allreduce(const AllreduceOptions& args);
   // Rank r contributes bytes_per_rank[r] bytes; out receives them in rank order.
   virtual Status Allgatherv(const void* in, void* out,
                             const std::vector<int64_t>& bytes_per_rank) = 0;
@@ -161,6 +199,11 @@ class Comm {
   // backends only).
   virtual Status OpenControlChannel(const ControlChannelOptions& options,
                                     std::unique_ptr<ControlChannel>* out);
+
+ protected:
+  // What each Comm implements: args.in into args.out (in place where they
+  // are equal), and the stages or gather and scatter only where caps() says.
+  virtual Status DoAllreduce(const AllreduceOptions& args) = 0;
 };
 
 // Set-up collectives over a host Comm's data calls, for the moments every
@@ -170,8 +213,26 @@ class Comm {
 Status BroadcastBytes(Comm& comm, std::string* bytes, int root);
 Status AllgatherBytes(Comm& comm, const std::string& mine, std::vector<std::string>* all);
 
-// Comm::AllreduceStaged's default, on `comm`: fill everything, reduce, drain.
-Status AllreduceStagedInTurn(Comm& comm, const void* in, void* out, int64_t count, DataType dt,
-                             ReduceOp op, const Comm::Stage& fill, const Comm::Stage& drain);
+// For transports that reduce in place: copies args.in to args.out where
+// they differ (host memory).
+void CopyInputToOutput(const AllreduceOptions& args);
+
+// The one piece loop of an allreduce: [0, args.count) in ascending pieces of
+// at most `piece` elements (<= 0: one piece), each filled, reduced by
+// reduce(off, n) and drained. At least one piece, so that an empty
+// allreduce still checks its arguments.
+template <typename Reduce>
+Status AllreduceInPieces(const AllreduceOptions& args, int64_t piece, const Reduce& reduce) {
+  const int64_t step = piece > 0 && piece < args.count ? piece : args.count;
+  int64_t off = 0;
+  do {
+    const int64_t n = std::min(step, args.count - off);
+    if (args.fill) HVD_RETURN_IF_ERROR(args.fill(off, n));
+    HVD_RETURN_IF_ERROR(reduce(off, n));
+    if (args.drain) HVD_RETURN_IF_ERROR(args.drain(off, n));
+    off += step;
+  } while (off < args.count);
+  return Status::OK();
+}
 
 }  // namespace hvd

@@ -19,17 +19,15 @@ class ForwardingComm : public Comm {
   const char* backend_name() const override { return inner_->backend_name(); }
   Transport transport() const override { return inner_->transport(); }
   bool supports_device(const Device& d) const override { return inner_->supports_device(d); }
-  void SetAllreduceChunkBytes(int64_t bytes) override { inner_->SetAllreduceChunkBytes(bytes); }
-  int64_t fusion_solo_bytes() const override { return inner_->fusion_solo_bytes(); }
-  void UseQuietAllreduce() override { inner_->UseQuietAllreduce(); }
+  // The inner Comm's fusion size only: a decorator's allreduce is its own
+  // (it states its pieces and stages itself).
+  CommCaps caps() const override {
+    CommCaps c;
+    c.fusion_solo_bytes = inner_->caps().fusion_solo_bytes;
+    return c;
+  }
+  void Tune(const CommTuning& tuning) override { inner_->Tune(tuning); }
 
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
-    return inner_->Allreduce(buf, count, dt, op);
-  }
-  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt,
-                       ReduceOp op) override {
-    return inner_->AllreduceFrom(in, out, count, dt, op);
-  }
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& b) override {
     return inner_->Allgatherv(in, out, b);
   }
@@ -60,6 +58,7 @@ class ForwardingComm : public Comm {
   }
 
  protected:
+  Status DoAllreduce(const AllreduceOptions& args) override { return inner_->Allreduce(args); }
   Comm& inner() const { return *inner_; }
 
  private:

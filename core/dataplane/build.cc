@@ -33,7 +33,7 @@ Status TryTcpRing(const Config& config, const std::string& bind_host, Comm* comm
   const bool fallback = config.hierarchical_cross == CrossTransport::kAuto;
   if (fallback && comm->transport() == Transport::kMpi) {
     int32_t sockets_only = HasRdmaDevice() ? 0 : 1;
-    HVD_RETURN_IF_ERROR(comm->Allreduce(&sockets_only, 1, DataType::kInt32, ReduceOp::kMin));
+    HVD_RETURN_IF_ERROR(comm->Allreduce({&sockets_only, 1, DataType::kInt32, ReduceOp::kMin}));
     if (!sockets_only) return Status::OK();
   }
   std::vector<std::string> names;
@@ -106,8 +106,10 @@ Status Hierarchy(const Config& config, const BuildArgs& args, std::shared_ptr<Co
     HVD_RETURN_IF_ERROR(flat.Split(
         hosts.cross_ranks, tag + ".hier.cross" + std::to_string(hosts.local_index), &cross));
     // The cross step runs on the worker beside the host-local steps: it
-    // must not spin (mpi_ring_allreduce.h).
-    cross->UseQuietAllreduce();
+    // must not spin (core/algorithms/mpi/mpi_ring_allreduce.h).
+    CommTuning quiet;
+    quiet.quiet_allreduce = true;
+    cross->Tune(quiet);
   }
   bool on_tcp = false;
   if (plan->cross == CrossStep::kTcpRing) {

@@ -4,14 +4,14 @@
 #include <string>
 #include <utility>
 
-#include "core/backends/staging/staging_comm.h"
 #include "core/common/logging.h"
 #include "core/cuda/cuda_kernels.h"
 #include "core/cuda/cuda_util.h"
+#include "core/dataplane/decorators/cuda/gpu_staging_comm.h"
 #ifdef HVD_HAVE_NCCL
-#include "core/backends/nccl/hierarchical_comm.h"
-#include "core/backends/nccl/hierarchy_plan.h"
 #include "core/backends/nccl/nccl_comm.h"
+#include "core/dataplane/decorators/nccl/hierarchical_gpu_comm.h"
+#include "core/dataplane/gpu_hierarchy_plan.h"
 #endif
 
 namespace hvd {
@@ -102,7 +102,7 @@ class GpuSet {
     bool stage = p_.operations == GpuOperations::kStaging;
     if (!stage) HVD_RETURN_IF_ERROR(NcclOrStaging(d->device, &stage));
     if (stage) {
-      d->comm = std::make_unique<StagingComm>(p_.data, &d->stream);
+      d->comm = std::make_unique<GpuStagingComm>(p_.data, &d->stream);
       return Status::OK();
     }
     std::unique_ptr<NcclComm> flat;
@@ -116,7 +116,7 @@ class GpuSet {
     if (p_.operations == GpuOperations::kNccl) {
       return Status::Unsupported("HVD_GPU_OPERATIONS=nccl, but this libhvd was built without NCCL");
     }
-    d->comm = std::make_unique<StagingComm>(p_.data, &d->stream);
+    d->comm = std::make_unique<GpuStagingComm>(p_.data, &d->stream);
     return Status::OK();
 #endif
   }
@@ -174,7 +174,7 @@ class GpuSet {
     HVD_RETURN_IF_ERROR(NcclComm::Create(local_ctrl.get(), &d->stream, p_.timeout_seconds, &local));
     HVD_RETURN_IF_ERROR(
         p_.data->Split(plan.cross_ranks, tag + ".cross" + std::to_string(plan.local_rank), &cross));
-    d->comm = std::make_unique<HierarchicalComm>(
+    d->comm = std::make_unique<HierarchicalGpuComm>(
         std::move(flat), std::move(local), std::move(local_ctrl), std::move(cross), &d->stream);
     return Status::OK();
   }

@@ -48,40 +48,29 @@ struct Reduction {
 Status Collective(ExecContext& ctx, const Response& r, const Reduction& x, const void* in,
                   void* out, int64_t n) {
   ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
-  return in == out ? ctx.comm->Allreduce(out, n, x.dt, x.wire_op)
-                   : ctx.comm->AllreduceFrom(in, out, n, x.dt, x.wire_op);
+  return ctx.comm->Allreduce({in, out, n, x.dt, x.wire_op});
 }
 
-// The backend call, then the postscale. Where the backend reduces in pieces
-// (MPI: cache-sized inside a host), each piece is scaled right after its
-// reduction, while it is still in cache, instead of in a second pass over
-// the whole buffer (averaging gradients would otherwise read and write
-// every byte once more).
+// The backend call, then the postscale. Where the Comm reduces in pieces
+// and drains each (MPI: cache-sized inside a host; the hierarchy: its
+// chunks, beside the cross-host step), the postscale is the drain: each
+// piece is scaled right after its reduction, while it is still in cache,
+// instead of in a second pass over the whole buffer (averaging gradients
+// would otherwise read and write every byte once more).
 Status ReduceAndScale(ExecContext& ctx, const Response& r, const Reduction& x, const void* in,
                       void* out, int64_t n) {
   MemOps& mem = ctx.ops();
-  if (x.post != 1.0 && r.device.kind == DeviceKind::kCPU && ctx.comm->overlaps_stages()) {
-    // The hierarchy scales each chunk while the next one crosses the hosts.
-    ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
-    auto* base = static_cast<uint8_t*>(out);
-    return ctx.comm->AllreduceStaged(
-        in, out, n, x.dt, x.wire_op, nullptr, [&](int64_t off, int64_t m) {
-          return mem.ScaleCopy(base + off * x.esize, base + off * x.esize, m, x.dt, x.post);
-        });
-  }
-  const int64_t piece = ctx.comm->allreduce_chunk_bytes() / x.esize;
-  if (x.post == 1.0 || piece <= 0 || piece >= n || r.device.kind != DeviceKind::kCPU) {
+  if (x.post == 1.0 || r.device.kind != DeviceKind::kCPU || !ctx.comm->caps().stages_per_piece) {
     HVD_RETURN_IF_ERROR(Collective(ctx, r, x, in, out, n));
     return mem.ScaleCopy(out, out, n, x.dt, x.post);
   }
-  for (int64_t done = 0; done < n; done += piece) {
-    const int64_t m = std::min(piece, n - done);
-    auto* dst = static_cast<uint8_t*>(out) + done * x.esize;
-    const void* src = in == out ? dst : static_cast<const uint8_t*>(in) + done * x.esize;
-    HVD_RETURN_IF_ERROR(Collective(ctx, r, x, src, dst, m));
-    HVD_RETURN_IF_ERROR(mem.ScaleCopy(dst, dst, m, x.dt, x.post));
-  }
-  return Status::OK();
+  ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
+  auto* base = static_cast<uint8_t*>(out);
+  AllreduceOptions args(in, out, n, x.dt, x.wire_op);
+  args.drain = [&](int64_t off, int64_t m) {
+    return mem.ScaleCopy(base + off * x.esize, base + off * x.esize, m, x.dt, x.post);
+  };
+  return ctx.comm->Allreduce(args);
 }
 
 // One tensor: in place in the caller's output (or, for a joined rank,
@@ -211,8 +200,14 @@ Status RunGathered(ExecContext& ctx, const Response& r, const Reduction& x,
       return mem.ScaleCopy(d, base + (from - off) * x.esize, to - from, x.dt, x.post);
     });
   };
+  AllreduceOptions args;
+  args.count = total;
+  args.dt = x.dt;
+  args.op = x.wire_op;
+  args.gather = gather;
+  args.scatter = scatter;
   ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
-  return ctx.comm->AllreduceGathered(total, x.dt, x.wire_op, gather, scatter);
+  return ctx.comm->Allreduce(args);
 }
 
 // A fused group through a backend that overlaps its stages with the network
@@ -249,7 +244,10 @@ Status RunStaged(ExecContext& ctx, const Response& r, const Reduction& x,
       return mem.ScaleCopy(dst, base + from * x.esize, to - from, x.dt, x.post);
     });
   };
-  return ctx.comm->AllreduceStaged(base, base, total, x.dt, x.wire_op, fill, drain);
+  AllreduceOptions args(base, total, x.dt, x.wire_op);
+  args.fill = fill;
+  args.drain = drain;
+  return ctx.comm->Allreduce(args);
 }
 
 // A set of one rank exchanges nothing: each output is its input, scaled.
@@ -288,13 +286,13 @@ Status RunPeerReads(ExecContext& ctx, const Response& r, const Reduction& x,
     }
     return Status::OK();
   };
-  std::vector<Comm::DirectRegion> regions;
+  std::vector<DirectRegion> regions;
   int64_t off = 0;
   for (size_t i = 0; i < entries.size(); off += r.sizes[i], ++i) {
     const int64_t n = r.sizes[i], bytes = n * x.esize;
     const TensorEntry* e = entries[i];
     auto addr = [](const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); };
-    Comm::DirectRegion g{0, 0, n};
+    DirectRegion g{0, 0, n};
     if (!e) {  // joined: zeros in, the result to scratch
       HVD_RETURN_IF_ERROR(need_scratch());
       g.out = addr(scratch + off * x.esize);
@@ -309,7 +307,7 @@ Status RunPeerReads(ExecContext& ctx, const Response& r, const Reduction& x,
       g.in = addr(in);
       g.out = addr(out);
     }
-    Comm::DirectRegion* last = regions.empty() ? nullptr : &regions.back();
+    DirectRegion* last = regions.empty() ? nullptr : &regions.back();
     if (last && g.in && last->in && last->in + static_cast<uint64_t>(last->n * x.esize) == g.in &&
         last->out + static_cast<uint64_t>(last->n * x.esize) == g.out) {
       last->n += n;  // back to back: one region
@@ -317,8 +315,14 @@ Status RunPeerReads(ExecContext& ctx, const Response& r, const Reduction& x,
       regions.push_back(g);
     }
   }
+  AllreduceOptions o;
+  o.count = total;
+  o.dt = x.dt;
+  o.op = x.wire_op;
+  o.regions = &regions;
+  o.post = x.post;
   ScopedActivity a(ctx.timeline, r, BackendActivity(*ctx.comm, r.type));
-  return ctx.comm->AllreduceDirect(regions, total, x.dt, x.wire_op, x.post);
+  return ctx.comm->Allreduce(o);
 }
 
 // How a response's tensors reach the Comm (see the top of this file).
@@ -341,15 +345,16 @@ Strategy ChooseStrategy(const ExecContext& ctx, const Response& r, const Reducti
                         const std::vector<TensorEntry*>& entries, int64_t total) {
   const bool host = r.device.kind == DeviceKind::kCPU;
   if (ctx.comm->size() == 1) return Strategy::kAlone;
+  const CommCaps caps = ctx.comm->caps();
   // Decided by what every rank knows alike (the response, the Comm), never
   // by where this rank's tensors lie: all ranks must take the same path.
-  const int64_t direct_min = ctx.comm->direct_min_bytes();
-  if (host && r.prescale == 1.0 && direct_min >= 0 && total * x.esize >= direct_min) {
+  if (host && r.prescale == 1.0 && caps.direct_min_bytes >= 0 &&
+      total * x.esize >= caps.direct_min_bytes) {
     return Strategy::kPeerReads;
   }
-  if (host && ctx.comm->gathers()) return Strategy::kGathered;
+  if (host && caps.gathers) return Strategy::kGathered;
   if (entries.size() == 1 || DirectSpan(r, x, entries, total)) return Strategy::kDirect;
-  if (host && ctx.comm->overlaps_stages()) return Strategy::kStaged;
+  if (host && caps.overlaps_stages) return Strategy::kStaged;
   return Strategy::kPacked;
 }
 

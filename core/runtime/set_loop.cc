@@ -46,6 +46,13 @@ std::string JoinRanks(const std::vector<int32_t>& ranks) {
   return s;
 }
 
+// The autotuned chunk size, to the set's data Comm.
+void SetChunkBytes(Comm& comm, int64_t bytes) {
+  CommTuning tuning;
+  tuning.allreduce_chunk_bytes = bytes;
+  comm.Tune(tuning);
+}
+
 }  // namespace
 
 ProcessSet::ProcessSet() = default;
@@ -65,7 +72,7 @@ SetLoop::SetLoop(Runtime& runtime, ProcessSet& ps, const TunedParams& params)
     });
     if (ps_.id == 0) coordinator_->set_autotuner(runtime.autotuner());
   }
-  ps_.data_comm->SetAllreduceChunkBytes(params_.allreduce_chunk_bytes);
+  SetChunkBytes(*ps_.data_comm, params_.allreduce_chunk_bytes);
 }
 
 SetLoop::~SetLoop() {
@@ -311,12 +318,12 @@ Status SetLoop::ApplyDecision(const Decision& d, bool* stop) {
     Timeline& tl = runtime_.timeline();
     if (tl.active()) tl.MarkCycleStart();
     const auto fused = FuseResponses(a.runs, params_.fusion_threshold_bytes, ps_.size(),
-                                     ps_.data_comm->fusion_solo_bytes());
+                                     ps_.data_comm->caps().fusion_solo_bytes);
     for (const auto& r : fused) HVD_RETURN_IF_ERROR(Execute(r));
   }
   if (a.params_changed) {
     params_ = a.params;
-    ps_.data_comm->SetAllreduceChunkBytes(params_.allreduce_chunk_bytes);
+    SetChunkBytes(*ps_.data_comm, params_.allreduce_chunk_bytes);
   }
   Report report;
   if (negotiator_.TakeReport(&report)) HVD_RETURN_IF_ERROR(Send(report));

@@ -163,7 +163,7 @@ TEST_P(GlooSizes, AllreduceEveryTypeAndOp) {
           std::vector<double> mine(count);
           for (int64_t i = 0; i < count; ++i) mine[i] = Value(c.rank(), i);
           std::vector<unsigned char> buf = Encode(dt, mine);
-          Status s = c.Allreduce(buf.data(), count, dt, op);
+          Status s = c.Allreduce({buf.data(), count, dt, op});
           ASSERT_TRUE(s.ok()) << Name(dt, op, count) << ": " << s.message();
           std::vector<double> got = Decode(dt, buf);
           for (int64_t i = 0; i < count; ++i) {
@@ -190,7 +190,7 @@ TEST_P(GlooAlgorithms, AllreduceAroundTheBcubeThreshold) {
         std::vector<double> mine(count);
         for (int64_t i = 0; i < count; ++i) mine[i] = Value(c.rank(), i);
         std::vector<unsigned char> buf = Encode(dt, mine);
-        Status s = c.Allreduce(buf.data(), count, dt, ReduceOp::kMax);
+        Status s = c.Allreduce({buf.data(), count, dt, ReduceOp::kMax});
         ASSERT_TRUE(s.ok()) << Name(dt, ReduceOp::kMax, count) << ": " << s.message();
         std::vector<double> got = Decode(dt, buf);
         for (int64_t i = 0; i < count; ++i) {
@@ -430,12 +430,12 @@ TEST(GlooComm, Float16AndBFloat16RoundToNearestEven) {
     // Rank 1's addends are representable: 2^-11 = 0x1000, 3*2^-11 = 0x1600.
     std::vector<uint16_t> h = c.rank() == 0 ? std::vector<uint16_t>{0x3c00, 0x3c00, 0x7bff}
                                             : std::vector<uint16_t>{0x1000, 0x1600, 0x4c00};
-    ASSERT_TRUE(c.Allreduce(h.data(), 3, DataType::kFloat16, ReduceOp::kSum).ok());
+    ASSERT_TRUE(c.Allreduce({h.data(), 3, DataType::kFloat16, ReduceOp::kSum}).ok());
     EXPECT_EQ(h, (std::vector<uint16_t>{0x3c00, 0x3c02, 0x7c00}));  // 65504+16 -> inf
     // bfloat16: 2^-8 = 0x3b80, 3*2^-8 = 0x3c40.
     std::vector<uint16_t> b = c.rank() == 0 ? std::vector<uint16_t>{0x3f80, 0x3f80}
                                             : std::vector<uint16_t>{0x3b80, 0x3c40};
-    ASSERT_TRUE(c.Allreduce(b.data(), 2, DataType::kBFloat16, ReduceOp::kSum).ok());
+    ASSERT_TRUE(c.Allreduce({b.data(), 2, DataType::kBFloat16, ReduceOp::kSum}).ok());
     EXPECT_EQ(b, (std::vector<uint16_t>{0x3f80, 0x3f82}));
   });
 }
@@ -444,14 +444,15 @@ TEST(GlooComm, InvalidArgumentsAreErrorsNotCrashes) {
   Comms comms = MakeComms(2);
   RunAll(comms, [&](GlooComm& c) {
     int64_t x = 1;
-    EXPECT_EQ(c.Allreduce(&x, 1, DataType::kInt64, ReduceOp::kAverage).code(),
+    EXPECT_EQ(c.Allreduce({&x, 1, DataType::kInt64, ReduceOp::kAverage}).code(),
               Code::kInvalidArgument);
-    EXPECT_EQ(c.Allreduce(&x, -1, DataType::kInt64, ReduceOp::kSum).code(), Code::kInvalidArgument);
+    EXPECT_EQ(c.Allreduce({&x, -1, DataType::kInt64, ReduceOp::kSum}).code(),
+              Code::kInvalidArgument);
     EXPECT_EQ(c.Alltoallv(&x, {0}, &x, {0}).code(), Code::kInvalidArgument);
     std::unique_ptr<Comm> sub;
     EXPECT_EQ(c.Split({1, 0}, "bad", &sub).code(), Code::kInvalidArgument);
     // Invalid arguments never poison the communicator.
-    ASSERT_TRUE(c.Allreduce(&x, 1, DataType::kInt64, ReduceOp::kSum).ok());
+    ASSERT_TRUE(c.Allreduce({&x, 1, DataType::kInt64, ReduceOp::kSum}).ok());
     EXPECT_EQ(x, 2);
   });
 }
@@ -467,7 +468,7 @@ TEST(GlooComm, SplitIntoDisjointAndNestedGroups) {
     ASSERT_EQ(sub->size(), 2);
     EXPECT_EQ(sub->rank(), c.rank() / 2);
     int32_t v = c.rank();
-    ASSERT_TRUE(sub->Allreduce(&v, 1, DataType::kInt32, ReduceOp::kSum).ok());
+    ASSERT_TRUE(sub->Allreduce({&v, 1, DataType::kInt32, ReduceOp::kSum}).ok());
     EXPECT_EQ(v, odd ? 4 : 2);
     // A split of the split, and a group of one (purely local).
     std::unique_ptr<Comm> solo;
@@ -475,13 +476,13 @@ TEST(GlooComm, SplitIntoDisjointAndNestedGroups) {
     EXPECT_EQ(solo->size(), 1);
     EXPECT_EQ(solo->rank(), 0);
     int32_t w = 5;
-    ASSERT_TRUE(solo->Allreduce(&w, 1, DataType::kInt32, ReduceOp::kProduct).ok());
+    ASSERT_TRUE(solo->Allreduce({&w, 1, DataType::kInt32, ReduceOp::kProduct}).ok());
     EXPECT_EQ(w, 5);
     // Non-members are refused; the parent still works afterwards.
     std::unique_ptr<Comm> none;
     EXPECT_EQ(c.Split({(c.rank() + 1) % 4}, "other", &none).code(), Code::kInvalidArgument);
     int64_t all = 1;
-    ASSERT_TRUE(c.Allreduce(&all, 1, DataType::kInt64, ReduceOp::kSum).ok());
+    ASSERT_TRUE(c.Allreduce({&all, 1, DataType::kInt64, ReduceOp::kSum}).ok());
     EXPECT_EQ(all, 4);
   });
 }
@@ -514,8 +515,8 @@ TEST(GlooComm, PeerThatClosesYieldsPeerLostNotHang) {
       return;
     }
     std::vector<float> v(1 << 16, 1.0f);
-    s0 = comms[0]->Allreduce(v.data(), static_cast<int64_t>(v.size()), DataType::kFloat32,
-                             ReduceOp::kSum);
+    s0 = comms[0]->Allreduce(
+        {v.data(), static_cast<int64_t>(v.size()), DataType::kFloat32, ReduceOp::kSum});
   });
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -524,7 +525,7 @@ TEST(GlooComm, PeerThatClosesYieldsPeerLostNotHang) {
   EXPECT_LT(secs, 9.0) << "a closed peer must be detected before the timeout";
   // The communicator refuses further work with the same code, at once.
   int32_t x = 1;
-  Status again = comms[0]->Allreduce(&x, 1, DataType::kInt32, ReduceOp::kSum);
+  Status again = comms[0]->Allreduce({&x, 1, DataType::kInt32, ReduceOp::kSum});
   EXPECT_EQ(again.code(), Code::kPeerLost);
   EXPECT_NE(again.message().find("earlier error"), std::string::npos) << again.message();
 }
@@ -541,7 +542,7 @@ TEST(GlooComm, SilentPeerYieldsTimeout) {
       return;
     }
     std::vector<int32_t> v(10, 1);
-    s0 = comms[0]->Allreduce(v.data(), 10, DataType::kInt32, ReduceOp::kSum);
+    s0 = comms[0]->Allreduce({v.data(), 10, DataType::kInt32, ReduceOp::kSum});
   });
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

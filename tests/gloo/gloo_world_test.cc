@@ -104,7 +104,7 @@ TEST(GlooWorld, SingleRankWithoutLauncher) {
   ASSERT_TRUE(CreateGlooWorld(args, &world).ok());
   EXPECT_EQ(world->size(), 1);
   float f = 2.5f;
-  ASSERT_TRUE(world->Allreduce(&f, 1, DataType::kFloat32, ReduceOp::kSum).ok());
+  ASSERT_TRUE(world->Allreduce({&f, 1, DataType::kFloat32, ReduceOp::kSum}).ok());
   EXPECT_EQ(f, 2.5f);
 }
 

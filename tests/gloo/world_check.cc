@@ -33,7 +33,7 @@ int RunWorldChecks(int rank, int size) {
     CHILD_CHECK(s.ok(), s.message());
     CHILD_CHECK(world->rank() == rank && world->size() == size, std::string("rank/size"));
     int64_t v = rank + 1 + generation;
-    s = world->Allreduce(&v, 1, DataType::kInt64, ReduceOp::kSum);
+    s = world->Allreduce({&v, 1, DataType::kInt64, ReduceOp::kSum});
     CHILD_CHECK(s.ok(), s.message());
     const int64_t want = static_cast<int64_t>(size) * (size + 1) / 2 + size * generation;
     CHILD_CHECK(v == want, std::to_string(v));
@@ -49,7 +49,7 @@ int RunWorldChecks(int rank, int size) {
       s = world->Split(members, "tail", &sub);
       CHILD_CHECK(s.ok(), s.message());
       int32_t w = 1;
-      s = sub->Allreduce(&w, 1, DataType::kInt32, ReduceOp::kSum);
+      s = sub->Allreduce({&w, 1, DataType::kInt32, ReduceOp::kSum});
       CHILD_CHECK(s.ok() && w == size - 1, s.message());
     }
     s = world->Barrier();

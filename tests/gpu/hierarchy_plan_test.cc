@@ -1,8 +1,8 @@
 // CPU-only tests of the host-side planning behind hierarchical GPU
-// allreduce (core/backends/nccl/hierarchy_plan.h): runs in every build.
-#include "core/backends/nccl/hierarchy_plan.h"
-
+// allreduce (core/dataplane/gpu_hierarchy_plan.h): runs in every build.
 #include <gtest/gtest.h>
+
+#include "core/dataplane/gpu_hierarchy_plan.h"
 
 namespace hvd {
 namespace {

@@ -9,7 +9,7 @@
 # it); unset, it is on for Gloo and for MPI (whose ranks get
 # MPI_THREAD_MULTIPLE), from the backend's own minimum size (smaller
 # allreduces stay flat); =0 turns it off. MPI's unset case runs with 2 MiB chunks, so that its
-# cross-host ring (core/backends/mpi/mpi_ring_allreduce.cc) sends several
+# cross-host ring (core/algorithms/mpi/mpi_ring_allreduce.cc) sends several
 # pieces per block. The cross-host step runs on hvd's TCP ring by default
 # (every rank that carries a share says so) and on the backend's allreduce
 # with HVD_HIERARCHICAL_CROSS=backend. On MPI it also checks the negotiation

@@ -1,6 +1,6 @@
 // The two ring allreduces of hierarchical allreduce's cross-host step on
 // their own, under mpirun at np 2-4: MpiRingAllreduce
-// (core/backends/mpi/mpi_ring_allreduce.cc) and TcpRing
+// (core/algorithms/mpi/mpi_ring_allreduce.cc) and TcpRing
 // (core/algorithms/tcp_ring.cc, on loopback sockets, set up over an
 // MpiComm). Exact results on every rank for counts below, at and around
 // multiples of the ranks and of the piece size (so blocks of unequal
@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/backends/mpi/mpi_comm.h"
-#include "core/backends/mpi/mpi_ring_allreduce.h"
+#include "core/algorithms/mpi/mpi_ring_allreduce.h"
 #include "core/algorithms/tcp_ring.h"
+#include "core/backends/mpi/mpi_comm.h"
 #include "core/common/types.h"
 #include "tests/mp/small_values.h"
 

@@ -78,7 +78,7 @@ void CheckAllreduce(ShmComm& shm, DataType dt, ReduceOp op, int64_t n, bool in_p
   std::vector<T> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) in[i] = Make<T>(V(Rank(), i));
   T* dst = in_place ? in.data() : out.data();
-  const Status s = shm.AllreduceFrom(in.data(), dst, n, dt, op);
+  const Status s = shm.Allreduce({in.data(), dst, n, dt, op});
   ASSERT_TRUE(s.ok()) << s.message();
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(Get(dst[i]), static_cast<double>(Expected(op, i)))
@@ -125,7 +125,7 @@ TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
   std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
   ASSERT_TRUE(shm);
   ASSERT_TRUE(shm->peer_reads()) << "process_vm_readv is not allowed here";
-  EXPECT_EQ(shm->direct_min_bytes(), ShmComm::kDirectMinBytes);
+  EXPECT_EQ(shm->caps().direct_min_bytes, ShmComm::kDirectMinBytes);
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{Size()} + 1, int64_t{4099}, int64_t{3} << 17}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
       for (bool in_place : {true, false}) {
@@ -133,7 +133,7 @@ TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
         for (int64_t i = 0; i < n; ++i) in[i] = static_cast<float>(V(Rank(), i));
         float* dst = in_place ? in.data() : out.data();
         // Regions of 7 + rank elements: no two ranks cut alike.
-        std::vector<Comm::DirectRegion> regions;
+        std::vector<DirectRegion> regions;
         for (int64_t at = 0; at < n;) {
           const int64_t k = std::min<int64_t>(7 + Rank(), n - at);
           regions.push_back({reinterpret_cast<uint64_t>(in.data() + at),
@@ -153,9 +153,14 @@ TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
   const int64_t n = int64_t{1} << 18;
   std::vector<double> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) in[i] = static_cast<double>(V(Rank(), i));
-  std::vector<Comm::DirectRegion> one{{Rank() == 0 ? 0 : reinterpret_cast<uint64_t>(in.data()),
-                                       reinterpret_cast<uint64_t>(out.data()), n}};
-  const Status s = shm->AllreduceDirect(one, n, DataType::kFloat64, ReduceOp::kSum, 0.5);
+  std::vector<DirectRegion> one{{Rank() == 0 ? 0 : reinterpret_cast<uint64_t>(in.data()),
+                                 reinterpret_cast<uint64_t>(out.data()), n}};
+  AllreduceOptions o;  // through the Comm's one entry point
+  o.count = n;
+  o.dt = DataType::kFloat64;
+  o.regions = &one;
+  o.post = 0.5;
+  const Status s = shm->Allreduce(o);
   ASSERT_TRUE(s.ok()) << s.message();
   for (int64_t i = 0; i < n; ++i) {
     double sum = 0;
@@ -163,7 +168,7 @@ TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
     ASSERT_EQ(out[i], sum * 0.5) << i;
   }
   // A member with another count: every member fails, naming it.
-  std::vector<Comm::DirectRegion> none;
+  std::vector<DirectRegion> none;
   const Status bad =
       shm->AllreduceDirect(none, Rank() == 0 ? 1 : 0, DataType::kFloat32, ReduceOp::kSum, 1.0);
   EXPECT_EQ(bad.code(), Code::kInternal) << bad.message();
@@ -279,7 +284,7 @@ TEST(ShmComm, AlltoallvUnevenEmptyAndOnePair) {
   }
   // Still in step with the other collectives.
   int32_t v = Rank() + 1;
-  ASSERT_TRUE(shm->Allreduce(&v, 1, DataType::kInt32, ReduceOp::kSum).ok());
+  ASSERT_TRUE(shm->Allreduce({&v, 1, DataType::kInt32, ReduceOp::kSum}).ok());
   EXPECT_EQ(v, Size() * (Size() + 1) / 2);
 }
 
@@ -307,7 +312,7 @@ TEST(ShmComm, MissingMemberTimesOutAndAbortEndsTheWait) {
   if (Rank() == 0) {
     std::vector<float> v(100, 1.0f);
     auto t0 = std::chrono::steady_clock::now();
-    Status s = quick->Allreduce(v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    Status s = quick->Allreduce({v.data(), 100, DataType::kFloat32, ReduceOp::kSum});
     EXPECT_EQ(s.code(), Code::kTimeout) << s.message();
     EXPECT_NE(s.message().find("member 1 of this host's group did not arrive"), std::string::npos)
         << s.message();
@@ -320,7 +325,7 @@ TEST(ShmComm, MissingMemberTimesOutAndAbortEndsTheWait) {
       slow->Abort();
     });
     t0 = std::chrono::steady_clock::now();
-    s = slow->Allreduce(v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    s = slow->Allreduce({v.data(), 100, DataType::kFloat32, ReduceOp::kSum});
     stop.join();
     EXPECT_NE(s.message().find("aborted"), std::string::npos) << s.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));

@@ -42,9 +42,7 @@ class RecordingComm : public Comm {
   int rank() const override { return 0; }
   int size() const override { return size_; }
   const char* backend_name() const override { return "TEST"; }
-  Status Allreduce(void* buf, int64_t, DataType, ReduceOp) override {
-    return Record("allreduce", buf);
-  }
+  Status DoAllreduce(const AllreduceOptions& a) override { return Record("allreduce", a.out); }
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes) override {
     std::memmove(out, in, static_cast<size_t>(bytes[0]));
     return Record("allgather", out);
@@ -100,12 +98,10 @@ TEST(HierarchicalStaging, SmallAllreducesStayFlat) {
   HierarchicalCpuComm comm = Make(&log, true);
   std::vector<float> buf(500);  // 2000 bytes < kMinBytes
   int64_t filled = 0, drained = 0;
-  ASSERT_TRUE(
-      comm.AllreduceStaged(
-              buf.data(), buf.data(), 500, DataType::kFloat32, ReduceOp::kSum,
-              [&](int64_t o, int64_t n) { return Note(&log, "fill", o, n, 500, &filled); },
-              [&](int64_t o, int64_t n) { return Note(&log, "drain", o, n, 500, &drained); })
-          .ok());
+  AllreduceOptions args(buf.data(), 500, DataType::kFloat32, ReduceOp::kSum);
+  args.fill = [&](int64_t o, int64_t n) { return Note(&log, "fill", o, n, 500, &filled); };
+  args.drain = [&](int64_t o, int64_t n) { return Note(&log, "drain", o, n, 500, &drained); };
+  ASSERT_TRUE(comm.Allreduce(args).ok());
   std::vector<std::string> seen;
   for (const Event& e : log.events) seen.push_back(e.what);
   EXPECT_EQ(seen, (std::vector<std::string>{"fill", "flat allreduce", "drain"}));
@@ -121,12 +117,10 @@ TEST(HierarchicalStaging, LargeAllreducesFillAndDrainEachChunkAroundItsSteps) {
     std::vector<float> buf(count);
     const auto base = reinterpret_cast<intptr_t>(buf.data());
     int64_t filled = 0, drained = 0;
-    ASSERT_TRUE(
-        comm.AllreduceStaged(
-                buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum,
-                [&](int64_t o, int64_t n) { return Note(&log, "fill", o, n, count, &filled); },
-                [&](int64_t o, int64_t n) { return Note(&log, "drain", o, n, count, &drained); })
-            .ok());
+    AllreduceOptions args(buf.data(), count, DataType::kFloat32, ReduceOp::kSum);
+    args.fill = [&](int64_t o, int64_t n) { return Note(&log, "fill", o, n, count, &filled); };
+    args.drain = [&](int64_t o, int64_t n) { return Note(&log, "drain", o, n, count, &drained); };
+    ASSERT_TRUE(comm.Allreduce(args).ok());
     EXPECT_EQ(filled, count);
     EXPECT_EQ(drained, count);
     // Position of the first event `what` of chunk c (fill/drain: by element

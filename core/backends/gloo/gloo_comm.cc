@@ -186,10 +186,14 @@ Status GlooComm::CheckPerRank(const char* op, const char* what,
 
 // ---- data
 
-Status GlooComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
+Status GlooComm::DoAllreduce(const AllreduceOptions& a) {
+  const int64_t count = a.count;
+  const DataType dt = a.dt;
+  void* buf = a.out;
   if (count < 0) return Status::Invalid("Gloo allreduce: negative element count");
   ReduceFn fn;
-  HVD_RETURN_IF_ERROR(gloo_backend::GetReduceFunction(dt, op, &fn));
+  HVD_RETURN_IF_ERROR(gloo_backend::GetReduceFunction(dt, a.op, &fn));
+  CopyInputToOutput(a);
   if (size_ == 1 || count == 0) return Status::OK();  // Gloo's ring rejects 0 elements
   return Run("allreduce", [&] {
     gloo::AllreduceOptions opts(context_);

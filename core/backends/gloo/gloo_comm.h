@@ -71,7 +71,6 @@ class GlooComm : public Comm {
   const char* backend_name() const override { return "GLOO"; }
   Transport transport() const override { return Transport::kGloo; }
 
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -94,6 +93,10 @@ class GlooComm : public Comm {
                             std::unique_ptr<ControlChannel>* out) override;
 
   const std::string& prefix() const { return prefix_; }
+
+ protected:
+  // In place (an out-of-place call copies its input first).
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   // Runs fn under GlooGuard; remembers the first failure and refuses later calls.

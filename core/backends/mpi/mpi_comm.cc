@@ -49,28 +49,36 @@ Status MpiComm::Check(int rc, const char* what) {
   return Status::Backend(std::string("MPI ") + what + " failed: " + std::string(msg, len));
 }
 
-Status MpiComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
-  return AllreduceFrom(nullptr, buf, count, dt, op);
+CommCaps MpiComm::caps() const {
+  CommCaps c;
+  c.fusion_solo_bytes = chunk_bytes_ / 4;
+  c.stages_per_piece = true;
+  return c;
 }
 
-Status MpiComm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) {
-  if (ring_) return ring_->Run(comm_, in ? in : out, out, count, dt, op);
-  const MPI_Datatype type = ToMpiType(dt);
-  const MPI_Op mop = ToMpiOp(dt, op);
-  const int64_t esize = static_cast<int64_t>(DataTypeSize(dt));
+Status MpiComm::DoAllreduce(const AllreduceOptions& a) {
+  if (quiet_) {
+    return AllreduceInPieces(a, 0, [&](int64_t, int64_t) {
+      return quiet_->Run(comm_, a.in, a.out, a.count, a.dt, a.op);
+    });
+  }
+  const MPI_Datatype type = ToMpiType(a.dt);
+  const MPI_Op mop = ToMpiOp(a.dt, a.op);
+  const int64_t esize = static_cast<int64_t>(DataTypeSize(a.dt));
   // Open MPI's shared-memory allreduce is much faster on messages that fit
-  // in cache (docs/benchmarks.md), so large buffers go in chunks; MPI's int
-  // counts need pieces below 2^31 elements anyway.
+  // in cache (docs/benchmarks.md), so large buffers go in chunks, each
+  // drained (scaled) while it is still in cache; MPI's int counts need
+  // pieces below 2^31 elements anyway.
   int64_t max_count = int64_t{1} << 30;
   if (chunk_bytes_ > 0) max_count = std::max<int64_t>(1, std::min(max_count, chunk_bytes_ / esize));
-  for (int64_t done = 0; done < count; done += max_count) {
-    const int n = static_cast<int>(std::min(max_count, count - done));
-    const void* src = in ? static_cast<const uint8_t*>(in) + done * esize : MPI_IN_PLACE;
-    HVD_RETURN_IF_ERROR(
-        Check(MPI_Allreduce(src, static_cast<uint8_t*>(out) + done * esize, n, type, mop, comm_),
-              "Allreduce"));
-  }
-  return Status::OK();
+  return AllreduceInPieces(a, max_count, [&](int64_t done, int64_t n) {
+    if (n <= 0) return Status::OK();
+    const void* src =
+        a.in == a.out ? MPI_IN_PLACE : static_cast<const uint8_t*>(a.in) + done * esize;
+    return Check(MPI_Allreduce(src, static_cast<uint8_t*>(a.out) + done * esize,
+                               static_cast<int>(n), type, mop, comm_),
+                 "Allreduce");
+  });
 }
 
 Status MpiComm::Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) {
@@ -212,14 +220,32 @@ Status MpiComm::Split(const std::vector<int>& ranks, const std::string& tag,
   return Status::OK();
 }
 
-void MpiComm::UseQuietAllreduce() {
-  const int64_t piece = RingPieceBytes(MpiRingAllreduce::kDefaultPieceBytes);
-  if (piece != MpiRingAllreduce::kDefaultPieceBytes && rank_ == 0) {
-    HVD_LOG(kInfo) << "MPI: Open MPI's TCP transport runs with its emulated RDMA put "
-                      "(btl_tcp_flags): the cross-host ring sends pieces of "
-                   << piece << " bytes, within its eager limit";
+void MpiComm::Tune(const CommTuning& tuning) {
+  if (tuning.allreduce_chunk_bytes) chunk_bytes_ = *tuning.allreduce_chunk_bytes;
+  if (!tuning.quiet_allreduce || quiet_) return;
+  const MpiQuietAllreduceMaker make = MpiQuietAllreduce();
+  if (make) {
+    quiet_ = make(rank_);
+  } else if (rank_ == 0) {
+    HVD_LOG(kWarning) << "MPI: no quiet allreduce is registered; the cross-host step runs on "
+                         "MPI_Allreduce";
   }
-  ring_ = std::make_unique<MpiRingAllreduce>(piece);
+}
+
+namespace {
+MpiQuietAllreduceMaker& QuietMaker() {
+  static MpiQuietAllreduceMaker maker = nullptr;
+  return maker;
+}
+}  // namespace
+
+bool RegisterMpiQuietAllreduce(MpiQuietAllreduceMaker maker) {
+  QuietMaker() = maker;
+  return true;
+}
+
+MpiQuietAllreduceMaker MpiQuietAllreduce() {
+  return QuietMaker();
 }
 
 Status MpiComm::OpenControlChannel(const ControlChannelOptions& options,

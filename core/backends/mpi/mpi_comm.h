@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "core/backends/comm.h"
-#include "core/backends/mpi/mpi_ring_allreduce.h"
+#include "core/backends/mpi/mpi_quiet_allreduce.h"
 
 namespace hvd {
 
@@ -26,12 +26,16 @@ class MpiComm : public Comm {
   int size() const override { return size_; }
   const char* backend_name() const override { return "MPI"; }
   Transport transport() const override { return Transport::kMpi; }
-  void SetAllreduceChunkBytes(int64_t bytes) override { chunk_bytes_ = bytes; }
-  int64_t fusion_solo_bytes() const override { return chunk_bytes_ / 4; }
-  int64_t allreduce_chunk_bytes() const override { return chunk_bytes_; }
+  // Allreduces run in pieces of chunk_bytes, each drained after its
+  // reduction.
+  CommCaps caps() const override;
+  // allreduce_chunk_bytes: the pieces. quiet_allreduce: from now on
+  // Allreduce runs as the registered quiet allreduce (mpi_quiet_allreduce.h:
+  // a ring of nonblocking pieces that waits by sleeping) instead of
+  // MPI_Allreduce: for the cross-host step of hierarchical allreduce, which
+  // runs beside another thread's MPI calls.
+  void Tune(const CommTuning& tuning) override;
 
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
-  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -57,10 +61,8 @@ class MpiComm : public Comm {
   // Open MPI's progress engine serves every communicator.
   void Progress() override;
 
-  // From now on Allreduce runs as MpiRingAllreduce (nonblocking pieces,
-  // waits by sleeping) instead of MPI_Allreduce: for the cross-host step of
-  // hierarchical allreduce, which runs beside another thread's MPI calls.
-  void UseQuietAllreduce() override;
+ protected:
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   Status Check(int rc, const char* what);
@@ -69,7 +71,7 @@ class MpiComm : public Comm {
   int64_t chunk_bytes_;
   int rank_ = 0;
   int size_ = 1;
-  std::unique_ptr<MpiRingAllreduce> ring_;  // set by UseQuietAllreduce
+  std::unique_ptr<MpiAllreduceAlgorithm> quiet_;  // set by Tune (quiet_allreduce)
 };
 
 // MPI datatype and op for hvd's types; 16-bit floats use user-defined ops

@@ -141,11 +141,11 @@ Status NcclComm::Sync() {
   return s;
 }
 
-Status NcclComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
+Status NcclComm::DoAllreduce(const AllreduceOptions& a) {
   if (aborted_) return Sync();
-  HVD_RETURN_IF_ERROR(CheckReducible(dt, "allreduce"));
-  HVD_RETURN_IF_ERROR(Check(ncclAllReduce(buf, buf, static_cast<size_t>(count), ToNccl(dt),
-                                          ToNccl(op), comm_, stream_->get()),
+  HVD_RETURN_IF_ERROR(CheckReducible(a.dt, "allreduce"));
+  HVD_RETURN_IF_ERROR(Check(ncclAllReduce(a.in, a.out, static_cast<size_t>(a.count), ToNccl(a.dt),
+                                          ToNccl(a.op), comm_, stream_->get()),
                             "ncclAllReduce"));
   return Sync();
 }
@@ -247,7 +247,7 @@ Status NcclComm::Barrier() {
   // has reached it, which is all a barrier needs.
   HVD_RETURN_IF_ERROR(barrier_buf_.Reserve(sizeof(int32_t)));
   HVD_CUDA_CHECK(cudaMemsetAsync(barrier_buf_.data(), 0, sizeof(int32_t), stream_->get()));
-  return Allreduce(barrier_buf_.data(), 1, DataType::kInt32, ReduceOp::kSum);
+  return Allreduce({barrier_buf_.data(), 1, DataType::kInt32, ReduceOp::kSum});
 }
 
 }  // namespace hvd

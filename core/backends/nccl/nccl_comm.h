@@ -42,7 +42,6 @@ class NcclComm : public Comm {
   Transport transport() const override { return Transport::kNccl; }
   bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
 
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -53,6 +52,9 @@ class NcclComm : public Comm {
   Status Split(const std::vector<int>&, const std::string&, std::unique_ptr<Comm>*) override {
     return Status::Unsupported("NCCL communicators are created per process set, not split");
   }
+
+ protected:
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   // Turns a failed NCCL call or wait into a Status and aborts the

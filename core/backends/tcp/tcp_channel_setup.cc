@@ -130,7 +130,7 @@ Status TcpChannel::Create(Comm* comm, const std::string& bind_host, double timeo
     mine = ConnectToCoordinator(where, rank, token, deadline, &links[0]);
   }
   int32_t reached = mine.ok() ? 1 : 0;
-  HVD_RETURN_IF_ERROR(comm->Allreduce(&reached, 1, DataType::kInt32, ReduceOp::kMin));
+  HVD_RETURN_IF_ERROR(comm->Allreduce({&reached, 1, DataType::kInt32, ReduceOp::kMin}));
   if (acceptor) {
     acceptor->Finish();  // at once when everyone got through: all were answered
     links.swap(acceptor->links());

@@ -29,11 +29,21 @@ HierarchicalCpuComm::HierarchicalCpuComm(std::shared_ptr<Comm> flat, std::shared
       chunk_bytes_(chunk_bytes),
       min_bytes_(min_bytes) {}
 
-void HierarchicalCpuComm::SetAllreduceChunkBytes(int64_t bytes) {
-  chunk_bytes_ = bytes;
-  ForwardingComm::SetAllreduceChunkBytes(bytes);
-  local_->SetAllreduceChunkBytes(bytes);
-  if (cross_) cross_->SetAllreduceChunkBytes(bytes);
+CommCaps HierarchicalCpuComm::caps() const {
+  CommCaps c;
+  c.stages_per_piece = true;
+  c.overlaps_stages = concurrent_ && local_->size() > 1;
+  return c;
+}
+
+void HierarchicalCpuComm::Tune(const CommTuning& tuning) {
+  ForwardingComm::Tune(tuning);
+  if (!tuning.allreduce_chunk_bytes) return;
+  chunk_bytes_ = *tuning.allreduce_chunk_bytes;
+  CommTuning chunk;
+  chunk.allreduce_chunk_bytes = tuning.allreduce_chunk_bytes;
+  local_->Tune(chunk);
+  if (cross_) cross_->Tune(chunk);
 }
 
 std::vector<int64_t> HierarchicalCpuComm::LocalCounts(int64_t n) const {
@@ -59,40 +69,31 @@ struct HierarchicalCpuComm::Call {
   size_t offset(int64_t c) const { return static_cast<size_t>(c * chunk) * esize; }
 };
 
-Status HierarchicalCpuComm::AllreduceStaged(const void* in, void* out, int64_t count, DataType dt,
-                                            ReduceOp op, const Stage& fill, const Stage& drain) {
-  if (count <= 0) return Status::OK();
-  const size_t esize = DataTypeSize(dt);
-  if (count * static_cast<int64_t>(esize) < min_bytes_) {
-    return AllreduceStagedInTurn(inner(), in, out, count, dt, op, fill, drain);
-  }
+Status HierarchicalCpuComm::DoAllreduce(const AllreduceOptions& a) {
+  if (a.count <= 0) return Status::OK();
+  const size_t esize = DataTypeSize(a.dt);
+  if (a.count * static_cast<int64_t>(esize) < min_bytes_) return ForwardingComm::DoAllreduce(a);
   const int64_t chunk_bytes = chunk_bytes_ > 0 ? chunk_bytes_ : kDefaultChunkBytes;
-  const Call call{static_cast<const uint8_t*>(in),
-                  static_cast<uint8_t*>(out),
-                  count,
+  const Call call{static_cast<const uint8_t*>(a.in),
+                  static_cast<uint8_t*>(a.out),
+                  a.count,
                   std::max<int64_t>(1, chunk_bytes / static_cast<int64_t>(esize)),
                   esize,
-                  dt,
-                  op,
-                  fill,
-                  drain};
+                  a.dt,
+                  a.op,
+                  a.fill,
+                  a.drain};
   if (local_->size() == 1) {
     // Alone on my host (so one share per host): only the cross step, in the
     // same chunks as the carriers of the other hosts.
-    for (int64_t c = 0; c < call.chunks(); ++c) {
-      const int64_t off = c * call.chunk, n = call.size(c);
-      if (fill) HVD_RETURN_IF_ERROR(fill(off, n));
-      // MPI refuses aliased buffers unless the call is in place.
-      HVD_RETURN_IF_ERROR(in == out ? cross_->Allreduce(call.out + call.offset(c), n, dt, op)
-                                    : cross_->AllreduceFrom(call.in + call.offset(c),
-                                                            call.out + call.offset(c), n, dt, op));
-      if (drain) HVD_RETURN_IF_ERROR(drain(off, n));
-    }
-    return Status::OK();
+    return AllreduceInPieces(a, call.chunk, [&](int64_t off, int64_t n) {
+      const size_t at = static_cast<size_t>(off) * esize;
+      return cross_->Allreduce({call.in + at, call.out + at, n, a.dt, a.op});
+    });
   }
   const size_t slot = static_cast<size_t>((call.chunk + plan_.shares - 1) / plan_.shares) * esize;
   if (scratch_.size() < 2 * slot) scratch_.resize(2 * slot);
-  return concurrent_ && count > call.chunk ? Pipelined(call) : Serial(call);
+  return concurrent_ && a.count > call.chunk ? Pipelined(call) : Serial(a, call);
 }
 
 uint8_t* HierarchicalCpuComm::Slot(int64_t c) {
@@ -104,27 +105,34 @@ int64_t HierarchicalCpuComm::Mine(int64_t n) const {
 }
 
 Status HierarchicalCpuComm::Scatter(const Call& call, int64_t c) {
-  const int64_t n = call.size(c);
-  if (call.fill) HVD_RETURN_IF_ERROR(call.fill(c * call.chunk, n));
-  return local_->Reducescatter(call.in + call.offset(c), Slot(c), LocalCounts(n), call.dt, call.op);
+  return local_->Reducescatter(call.in + call.offset(c), Slot(c), LocalCounts(call.size(c)),
+                               call.dt, call.op);
 }
 
 Status HierarchicalCpuComm::Gather(const Call& call, int64_t c) {
-  const int64_t n = call.size(c);
-  std::vector<int64_t> bytes = LocalCounts(n);
+  std::vector<int64_t> bytes = LocalCounts(call.size(c));
   for (auto& b : bytes) b *= static_cast<int64_t>(call.esize);
-  HVD_RETURN_IF_ERROR(local_->Allgatherv(Slot(c), call.out + call.offset(c), bytes));
-  return call.drain ? call.drain(c * call.chunk, n) : Status::OK();
+  return local_->Allgatherv(Slot(c), call.out + call.offset(c), bytes);
 }
 
-Status HierarchicalCpuComm::Serial(const Call& call) {
-  for (int64_t c = 0; c < call.chunks(); ++c) {
+Status HierarchicalCpuComm::FillAndScatter(const Call& call, int64_t c) {
+  if (call.fill) HVD_RETURN_IF_ERROR(call.fill(c * call.chunk, call.size(c)));
+  return Scatter(call, c);
+}
+
+Status HierarchicalCpuComm::GatherAndDrain(const Call& call, int64_t c) {
+  HVD_RETURN_IF_ERROR(Gather(call, c));
+  return call.drain ? call.drain(c * call.chunk, call.size(c)) : Status::OK();
+}
+
+Status HierarchicalCpuComm::Serial(const AllreduceOptions& a, const Call& call) {
+  return AllreduceInPieces(a, call.chunk, [&](int64_t off, int64_t n) {
+    const int64_t c = off / call.chunk;
     HVD_RETURN_IF_ERROR(Scatter(call, c));
-    const int64_t mine = Mine(call.size(c));
-    if (mine > 0) HVD_RETURN_IF_ERROR(cross_->Allreduce(Slot(c), mine, call.dt, call.op));
-    HVD_RETURN_IF_ERROR(Gather(call, c));
-  }
-  return Status::OK();
+    const int64_t mine = Mine(n);
+    if (mine > 0) HVD_RETURN_IF_ERROR(cross_->Allreduce({Slot(c), mine, call.dt, call.op}));
+    return Gather(call, c);
+  });
 }
 
 // Chunk c: fill and reduce-scatter into slot c % 2, cross-host allreduce of
@@ -140,22 +148,23 @@ Status HierarchicalCpuComm::Pipelined(const Call& call) {
   auto collect = [&](int64_t c) { return posted[c] ? worker_->Collect() : Status::OK(); };
   Status s;
   for (int64_t c = 0; c < chunks && s.ok(); ++c) {
-    s = Scatter(call, c);
+    s = FillAndScatter(call, c);
     const int64_t mine = Mine(call.size(c));
     if (s.ok() && mine > 0) {
       uint8_t* share = Slot(c);
-      worker_->Post(
-          [this, share, mine, &call] { return cross_->Allreduce(share, mine, call.dt, call.op); });
+      worker_->Post([this, share, mine, &call] {
+        return cross_->Allreduce({share, mine, call.dt, call.op});
+      });
       posted[c] = true;
     }
     if (s.ok() && c > 0) {
       s = collect(c - 1);
-      if (s.ok()) s = Gather(call, c - 1);
+      if (s.ok()) s = GatherAndDrain(call, c - 1);
     }
   }
   if (s.ok()) {
     s = collect(chunks - 1);
-    if (s.ok()) s = Gather(call, chunks - 1);
+    if (s.ok()) s = GatherAndDrain(call, chunks - 1);
   }
   // On failure, wait for what the worker still holds: it uses our buffers.
   while (worker_ && worker_->outstanding() > 0) worker_->Collect();

@@ -37,27 +37,21 @@ class HierarchicalCpuComm : public ForwardingComm {
                       std::unique_ptr<Comm> cross, const HostPlan& plan, bool concurrent,
                       int64_t chunk_bytes, int64_t min_bytes);
 
-  void SetAllreduceChunkBytes(int64_t bytes) override;
   // Fuse every size (the flat MPI Comm runs tensors from 1 MiB alone): each
   // call fills and drains the cross-host pipeline, and one of a chunk or
   // less runs its three steps in turn with the link idle in two of them.
-  int64_t fusion_solo_bytes() const override { return 0; }
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
-    return AllreduceStaged(buf, buf, count, dt, op, nullptr, nullptr);
-  }
-  // `in` may equal `out`.
-  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt,
-                       ReduceOp op) override {
-    return AllreduceStaged(in, out, count, dt, op, nullptr, nullptr);
-  }
   // Stages run chunk by chunk: fill before the chunk's reduce-scatter,
-  // drain after its allgather; pipelined, on the calling thread while the
-  // worker carries the neighbouring chunk across hosts.
-  Status AllreduceStaged(const void* in, void* out, int64_t count, DataType dt, ReduceOp op,
-                         const Stage& fill, const Stage& drain) override;
-  bool overlaps_stages() const override { return concurrent_ && local_->size() > 1; }
+  // drain after its allgather; pipelined (overlapping), on the calling
+  // thread while the worker carries the neighbouring chunk across hosts.
+  CommCaps caps() const override;
+  // The chunk size reaches the flat, host-local and cross-host Comms too.
+  void Tune(const CommTuning& tuning) override;
   // Also wakes a cross step waiting on its TCP ring.
   void Abort() override;
+
+ protected:
+  // `in` may equal `out`.
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   // One allreduce's buffers, element size and stages.
@@ -67,11 +61,13 @@ class HierarchicalCpuComm : public ForwardingComm {
   std::vector<int64_t> LocalCounts(int64_t n) const;
   int64_t Mine(int64_t n) const;  // my share of a chunk of n elements
   uint8_t* Slot(int64_t c);       // chunk c's share slot in scratch_
-  // Chunk c's host-local steps (fill then reduce-scatter into slot c % 2;
-  // allgather from it then drain).
+  // Chunk c's host-local steps: reduce-scatter into slot c % 2; allgather
+  // from it. With the stages: fill first; drain after.
   Status Scatter(const Call& call, int64_t c);
   Status Gather(const Call& call, int64_t c);
-  Status Serial(const Call& call);
+  Status FillAndScatter(const Call& call, int64_t c);
+  Status GatherAndDrain(const Call& call, int64_t c);
+  Status Serial(const AllreduceOptions& args, const Call& call);
   Status Pipelined(const Call& call);
 
   std::shared_ptr<Comm> local_;  // shared memory where it can be (dataplane/build.h)

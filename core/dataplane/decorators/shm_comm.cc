@@ -76,7 +76,7 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
   const Status s = MapSegment(c, bytes, seg.get());
   if (s.ok()) reinterpret_cast<Member*>(seg->data())[c.rank()].pid = ::getpid();
   int32_t ok = s.ok() ? 1 : 0;
-  HVD_RETURN_IF_ERROR(c.Allreduce(&ok, 1, DataType::kInt32, ReduceOp::kMin));
+  HVD_RETURN_IF_ERROR(c.Allreduce({&ok, 1, DataType::kInt32, ReduceOp::kMin}));
   seg->Unlink();  // everyone who could has mapped it (no-op where not the creator)
   if (!ok) {
     *why = s.ok() ? "another member of the host could not map the segment" : s.message();
@@ -195,16 +195,15 @@ Status ShmComm::SleepUntil(int r, uint64_t target, std::chrono::steady_clock::ti
   }
 }
 
-Status ShmComm::Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) {
-  return AllreduceFrom(buf, buf, count, dt, op);
-}
-
-Status ShmComm::AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) {
-  const int64_t es = static_cast<int64_t>(DataTypeSize(dt));
-  const auto* src = static_cast<const uint8_t*>(in);
-  auto* dst = static_cast<uint8_t*>(out);
-  return AllreduceGathered(
-      count, dt, op,
+Status ShmComm::DoAllreduce(const AllreduceOptions& a) {
+  if (!failed_.ok()) return Unusable();
+  if (a.regions) return Guard(RunDirect(*a.regions, a.count, a.dt, a.op, a.post));
+  if (a.gathered()) return Guard(RunRounds(a.count, a.dt, a.op, a.gather, a.scatter));
+  const int64_t es = static_cast<int64_t>(DataTypeSize(a.dt));
+  const auto* src = static_cast<const uint8_t*>(a.in);
+  auto* dst = static_cast<uint8_t*>(a.out);
+  return Guard(RunRounds(
+      a.count, a.dt, a.op,
       [&](int64_t off, int64_t n, void* to) {
         std::memcpy(to, src + off * es, static_cast<size_t>(n * es));
         CountMoved(2 * n * es);
@@ -214,19 +213,13 @@ Status ShmComm::AllreduceFrom(const void* in, void* out, int64_t count, DataType
         std::memcpy(dst + off * es, from, static_cast<size_t>(n * es));
         CountMoved(2 * n * es);
         return Status::OK();
-      });
-}
-
-Status ShmComm::AllreduceGathered(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
-                                  const Scatter& scatter) {
-  if (!failed_.ok()) return Unusable();
-  return Guard(RunAllreduce(count, dt, op, gather, scatter));
+      }));
 }
 
 // Per round: my part gathered into my slot; barrier; my share reduced over
 // every slot, in my slot; barrier; every share scattered out.
-Status ShmComm::RunAllreduce(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
-                             const Scatter& scatter) {
+Status ShmComm::RunRounds(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
+                          const Scatter& scatter) {
   const int64_t es = static_cast<int64_t>(DataTypeSize(dt));
   const int64_t piece = slot_bytes_ / es;
   for (int64_t off = 0; off < count; off += piece, ++round_) {

@@ -60,10 +60,10 @@ class ShmComm : public ForwardingComm {
           double timeout_s, bool check_pids);
 
   bool peer_reads() const { return peer_reads_; }
-  int64_t direct_min_bytes() const override { return peer_reads_ ? kDirectMinBytes : -1; }
-  // Any count, where peer_reads(); Internal error where not.
+  // Any count, where peer_reads(); Internal error where not. Allreduce
+  // comes here with AllreduceOptions::regions.
   Status AllreduceDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
-                         ReduceOp op, double post) override;
+                         ReduceOp op, double post);
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -71,13 +71,16 @@ class ShmComm : public ForwardingComm {
   };
   static Share ShareOf(int64_t count, int size, int r);
 
-  // Rounds of one slot: no need to fuse for the transport's sake.
-  int64_t fusion_solo_bytes() const override { return 0; }
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
-  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt, ReduceOp op) override;
-  bool gathers() const override { return true; }
-  Status AllreduceGathered(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
-                           const Scatter& scatter) override;
+  // Rounds of one slot: no need to fuse for the transport's sake. Gathers:
+  // each round's input is gathered straight into my slot, and its result
+  // scattered straight out of the slots. Large ones read the peers' tensors
+  // where that is allowed.
+  CommCaps caps() const override {
+    CommCaps c;
+    c.gathers = true;
+    c.direct_min_bytes = peer_reads_ ? kDirectMinBytes : -1;
+    return c;
+  }
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
                        ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes) override;
@@ -85,6 +88,9 @@ class ShmComm : public ForwardingComm {
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
                    const std::vector<int64_t>& recv_bytes) override;
   void Abort() override;
+
+ protected:
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   struct alignas(64) Member {
@@ -111,8 +117,8 @@ class ShmComm : public ForwardingComm {
   Status Barrier();
   Status WaitFor(int r, uint64_t target);
   Status SleepUntil(int r, uint64_t target, std::chrono::steady_clock::time_point start);
-  Status RunAllreduce(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
-                      const Scatter& scatter);
+  Status RunRounds(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
+                   const Scatter& scatter);
   Status ProbePeerReads();
   Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post);

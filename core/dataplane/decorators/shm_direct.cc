@@ -29,7 +29,7 @@ constexpr const char* kWhat = "host-local shared memory";
 // buffers stay in it while they are reduced.
 constexpr int64_t kPieceBytes = 256 << 10;
 
-using Region = Comm::DirectRegion;
+using Region = DirectRegion;
 
 // Where each region starts, in elements: starts[i], with starts[n] the total.
 std::vector<int64_t> Starts(const std::vector<Region>& t) {
@@ -73,7 +73,8 @@ Status ShmComm::ProbePeerReads() {
     AddIovec(__atomic_load_n(&member(r).direct_table[0], __ATOMIC_ACQUIRE), sizeof seen, &remote);
     ok = ReadPeerMemory(member(r).pid, &local, &remote).ok() && seen == probe;
   }
-  HVD_RETURN_IF_ERROR(inner().Allreduce(&ok, 1, DataType::kInt32, ReduceOp::kMin));
+  HVD_RETURN_IF_ERROR(
+      inner().Allreduce(AllreduceOptions(&ok, 1, DataType::kInt32, ReduceOp::kMin)));
   peer_reads_ = ok == 1;
   return Status::OK();
 }

@@ -4,11 +4,10 @@
 // allreduce of a set with one rank on each of several hosts.
 #pragma once
 
-#include <cstring>
 #include <memory>
 
-#include "core/backends/forwarding_comm.h"
 #include "core/algorithms/tcp_ring.h"
+#include "core/backends/forwarding_comm.h"
 
 namespace hvd {
 
@@ -18,20 +17,17 @@ class TcpRingComm : public ForwardingComm {
       : ForwardingComm(std::move(backend)), ring_(std::move(ring)), min_bytes_(min_bytes) {}
 
   // The ring streams a whole fused buffer: fuse every size.
-  int64_t fusion_solo_bytes() const override { return 0; }
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override {
-    if (Small(count, dt)) return ForwardingComm::Allreduce(buf, count, dt, op);
-    return ring_->Allreduce(buf, count, dt, op);
-  }
-  Status AllreduceFrom(const void* in, void* out, int64_t count, DataType dt,
-                       ReduceOp op) override {
-    if (Small(count, dt)) return ForwardingComm::AllreduceFrom(in, out, count, dt, op);
-    if (in != out) std::memcpy(out, in, static_cast<size_t>(count) * DataTypeSize(dt));
-    return ring_->Allreduce(out, count, dt, op);
-  }
+  CommCaps caps() const override { return CommCaps(); }
   void Abort() override {
     ring_->Abort();
     ForwardingComm::Abort();
+  }
+
+ protected:
+  Status DoAllreduce(const AllreduceOptions& a) override {
+    if (Small(a.count, a.dt)) return ForwardingComm::DoAllreduce(a);
+    CopyInputToOutput(a);
+    return ring_->Allreduce(a.out, a.count, a.dt, a.op);
   }
 
  private:

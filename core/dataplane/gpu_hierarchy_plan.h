@@ -1,4 +1,5 @@
-// Pure planning for hierarchical allreduce (no CUDA, no NCCL: unit-tested
+// Pure planning for hierarchical allreduce on GPUs (HierarchicalGpuComm;
+// no CUDA, no NCCL: unit-tested
 // on any machine). The ranks of a process set are grouped by host; the
 // allreduce is an NCCL reduce-scatter inside each host, an allreduce of
 // each rank's block across hosts (between the ranks with the same local

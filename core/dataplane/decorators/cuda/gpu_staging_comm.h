@@ -1,7 +1,7 @@
-// GPU tensors over a CPU backend: every data call copies device memory into
-// page-locked host buffers, runs the wrapped host Comm (MPI or Gloo) and
-// copies the result back. Used when NCCL is not built or HVD_GPU_OPERATIONS
-// asks for mpi/gloo, and for the cross-host step of hierarchical allreduce.
+// GPU tensors over a CPU backend (a decorator of the host Comm): every data call copies device
+// memory into page-locked host buffers, runs the wrapped host Comm (MPI or Gloo) and copies the
+// result back. Used when NCCL is not built or HVD_GPU_OPERATIONS asks for mpi/gloo, and for the
+// cross-host step of hierarchical allreduce.
 #pragma once
 
 #include "core/backends/comm.h"
@@ -9,10 +9,10 @@
 
 namespace hvd {
 
-class StagingComm : public Comm {
+class GpuStagingComm : public Comm {
  public:
   // `host` and `stream` must outlive this object.
-  StagingComm(Comm* host, const CudaStream* stream) : host_(host), stream_(stream) {}
+  GpuStagingComm(Comm* host, const CudaStream* stream) : host_(host), stream_(stream) {}
 
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
@@ -20,7 +20,6 @@ class StagingComm : public Comm {
   Transport transport() const override { return host_->transport(); }
   bool supports_device(const Device& d) const override { return d.kind == DeviceKind::kCUDA; }
 
-  Status Allreduce(void* buf, int64_t count, DataType dt, ReduceOp op) override;
   Status Allgatherv(const void* in, void* out, const std::vector<int64_t>& bytes_per_rank) override;
   Status Broadcast(void* buf, int64_t bytes, int root) override;
   Status Alltoallv(const void* in, const std::vector<int64_t>& send_bytes, void* out,
@@ -31,6 +30,9 @@ class StagingComm : public Comm {
   Status Split(const std::vector<int>&, const std::string&, std::unique_ptr<Comm>*) override {
     return Status::Unsupported("split the host communicator, not its GPU staging wrapper");
   }
+
+ protected:
+  Status DoAllreduce(const AllreduceOptions& args) override;
 
  private:
   // Device -> pinned (waits: the host backend reads it next).

@@ -1,4 +1,4 @@
-#include "core/backends/mpi/mpi_ring_allreduce.h"
+#include "core/algorithms/mpi/mpi_ring_allreduce.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "core/backends/mpi/mpi_comm.h"
+#include "core/backends/mpi/mpi_tcp_defaults.h"
+#include "core/common/logging.h"
 #include "core/common/reduce.h"
 
 namespace hvd {
@@ -184,4 +186,21 @@ Status MpiRingAllreduce::Run(MPI_Comm comm, const void* in, void* out, int64_t c
   return Drive(run);
 }
 
+namespace {
+
+// MpiComm's quiet allreduce: this ring, in pieces Open MPI's TCP transport
+// sends eagerly where it runs with its emulated RDMA put.
+std::unique_ptr<MpiAllreduceAlgorithm> MakeQuietRing(int rank) {
+  const int64_t piece = RingPieceBytes(MpiRingAllreduce::kDefaultPieceBytes);
+  if (piece != MpiRingAllreduce::kDefaultPieceBytes && rank == 0) {
+    HVD_LOG(kInfo) << "MPI: Open MPI's TCP transport runs with its emulated RDMA put "
+                      "(btl_tcp_flags): the cross-host ring sends pieces of "
+                   << piece << " bytes, within its eager limit";
+  }
+  return std::make_unique<MpiRingAllreduce>(piece);
+}
+
+[[maybe_unused]] const bool kRegistered = RegisterMpiQuietAllreduce(&MakeQuietRing);
+
+}  // namespace
 }  // namespace hvd

@@ -21,19 +21,22 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/backends/mpi/mpi_quiet_allreduce.h"
 #include "core/common/status.h"
 #include "core/common/types.h"
 
 namespace hvd {
 
-class MpiRingAllreduce {
+// MpiComm's quiet allreduce (registered in mpi_ring_allreduce.cc).
+class MpiRingAllreduce : public MpiAllreduceAlgorithm {
  public:
   // `piece_bytes`: the size of the messages the ring's blocks are cut into.
   explicit MpiRingAllreduce(int64_t piece_bytes = kDefaultPieceBytes) : piece_bytes_(piece_bytes) {}
 
   // Over `comm` (every member calls it with the same count, type and op;
   // op commutative). `in` may equal `out`; otherwise they do not overlap.
-  Status Run(MPI_Comm comm, const void* in, void* out, int64_t count, DataType dt, ReduceOp op);
+  Status Run(MPI_Comm comm, const void* in, void* out, int64_t count, DataType dt,
+             ReduceOp op) override;
 
   static constexpr int64_t kDefaultPieceBytes = 256 << 10;
 
