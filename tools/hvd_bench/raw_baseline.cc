@@ -89,6 +89,7 @@ void RunChunked(RawComm& comm, const float* in, float* out, int64_t span, int64_
 }  // namespace
 
 void RunPattern(RawComm& comm, RawPattern p, Buffers& b, const Chunks& chunks) {
+  const float* in = InPlace(p) ? b.out() : b.in();  // in place: the output starts as the input
   switch (p) {
     case RawPattern::kPerTensor:
       for (size_t i = 0; i < b.tensors(); ++i) {
@@ -96,22 +97,16 @@ void RunPattern(RawComm& comm, RawPattern p, Buffers& b, const Chunks& chunks) {
       }
       break;
     case RawPattern::kOneCall:
-      comm.AllreduceSum(b.in(), b.out(), b.span());
+    case RawPattern::kOneCallInPlace:
+      comm.AllreduceSum(in, b.out(), b.span());
       break;
     case RawPattern::kChunked:
-      RunChunked(comm, b.in(), b.out(), b.span(), chunks.elems);
+    case RawPattern::kChunkedInPlace:
+      RunChunked(comm, in, b.out(), b.span(), chunks.elems);
       break;
     case RawPattern::kChunkedCache:
-      RunChunked(comm, b.in(), b.out(), b.span(), chunks.cache_elems);
-      break;
-    case RawPattern::kOneCallInPlace:
-      comm.AllreduceSum(b.out(), b.out(), b.span());
-      break;
-    case RawPattern::kChunkedInPlace:
-      RunChunked(comm, b.out(), b.out(), b.span(), chunks.elems);
-      break;
     case RawPattern::kChunkedCacheInPlace:
-      RunChunked(comm, b.out(), b.out(), b.span(), chunks.cache_elems);
+      RunChunked(comm, in, b.out(), b.span(), chunks.cache_elems);
       break;
   }
 }

@@ -5,11 +5,11 @@
 // each reads the others' tables. Then rounds, as the slot path's: each
 // member reduces its share of the round in cache-sized pieces (the first
 // other member's input read into a piece buffer with one kernel copy, its
-// own input reduced into that where it lies, each further member's read into
-// a second buffer and reduced in; the result scaled and written to its
-// output and its slot); barrier; the others' shares copied from their slots. The kernel's copy pins
-// every page it reads, so it costs about twice a memcpy: results go out through the slots, inputs
-// come in directly.
+// own input reduced into that where it lies, each further member's read
+// into a second buffer and reduced in; the result scaled and written to its
+// output and its slot); barrier; the others' shares copied from their
+// slots. The kernel's copy pins every page it reads, so it costs about twice
+// a memcpy: results go out through the slots, inputs come in directly.
 #include <sys/types.h>
 
 #include <algorithm>
@@ -83,8 +83,7 @@ Status ShmComm::AllreduceDirect(const std::vector<DirectRegion>& regions, int64_
                                 DataType dt, ReduceOp op, double post) {
   if (!peer_reads_) {
     return Status::Internal(std::string(kWhat) +
-                            ": no direct allreduce (members cannot read "
-                            "each other's memory)");
+                            ": no direct allreduce (members cannot read each other's memory)");
   }
   if (!failed_.ok()) return Unusable();
   return Guard(RunDirect(regions, count, dt, op, post));
