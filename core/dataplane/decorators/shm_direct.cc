@@ -8,8 +8,8 @@
 // own input reduced into that where it lies, each further member's read
 // into a second buffer and reduced in; the result scaled and written to its
 // output and its slot); barrier; the others' shares copied from their
-// slots. The kernel's copy pins every page it reads, so it costs about twice
-// a memcpy: results go out through the slots, inputs come in directly.
+// slots. The kernel's copy pins every page it reads, which makes it slower
+// than a memcpy: results go out through the slots, inputs come in directly.
 #include <sys/types.h>
 
 #include <algorithm>
