@@ -118,6 +118,18 @@ TEST(ShmComm, AllreduceEveryOpTypeAndCount) {
   }
 }
 
+// Through the Comm's one entry point, with the tensors as regions.
+Status Direct(ShmComm& shm, const std::vector<DirectRegion>& regions, int64_t n, DataType dt,
+              ReduceOp op, double post) {
+  AllreduceOptions o;
+  o.count = n;
+  o.dt = dt;
+  o.op = op;
+  o.regions = &regions;
+  o.post = post;
+  return shm.Allreduce(o);
+}
+
 // The direct path (members read each other's memory): regions cut
 // differently on every rank, a joined rank's zeros, in place and not,
 // shares of several pieces, every op, a postscale.
@@ -140,7 +152,7 @@ TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
                              reinterpret_cast<uint64_t>(dst + at), k});
           at += k;
         }
-        const Status s = shm->AllreduceDirect(regions, n, DataType::kFloat32, op, 1.0);
+        const Status s = Direct(*shm, regions, n, DataType::kFloat32, op, 1.0);
         ASSERT_TRUE(s.ok()) << s.message();
         for (int64_t i = 0; i < n; ++i) {
           ASSERT_EQ(dst[i], static_cast<float>(Expected(op, i)))
@@ -155,12 +167,7 @@ TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
   for (int64_t i = 0; i < n; ++i) in[i] = static_cast<double>(V(Rank(), i));
   std::vector<DirectRegion> one{{Rank() == 0 ? 0 : reinterpret_cast<uint64_t>(in.data()),
                                  reinterpret_cast<uint64_t>(out.data()), n}};
-  AllreduceOptions o;  // through the Comm's one entry point
-  o.count = n;
-  o.dt = DataType::kFloat64;
-  o.regions = &one;
-  o.post = 0.5;
-  const Status s = shm->Allreduce(o);
+  const Status s = Direct(*shm, one, n, DataType::kFloat64, ReduceOp::kSum, 0.5);
   ASSERT_TRUE(s.ok()) << s.message();
   for (int64_t i = 0; i < n; ++i) {
     double sum = 0;
@@ -170,7 +177,7 @@ TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
   // A member with another count: every member fails, naming it.
   std::vector<DirectRegion> none;
   const Status bad =
-      shm->AllreduceDirect(none, Rank() == 0 ? 1 : 0, DataType::kFloat32, ReduceOp::kSum, 1.0);
+      Direct(*shm, none, Rank() == 0 ? 1 : 0, DataType::kFloat32, ReduceOp::kSum, 1.0);
   EXPECT_EQ(bad.code(), Code::kInternal) << bad.message();
   EXPECT_NE(bad.message().find("elements, this one"), std::string::npos) << bad.message();
 }

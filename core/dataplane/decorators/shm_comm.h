@@ -59,11 +59,8 @@ class ShmComm : public ForwardingComm {
   ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment, int64_t slot_bytes,
           double timeout_s, bool check_pids);
 
+  // Whether Allreduce takes AllreduceOptions::regions (caps().direct_min_bytes).
   bool peer_reads() const { return peer_reads_; }
-  // Any count, where peer_reads(); Internal error where not. Allreduce
-  // comes here with AllreduceOptions::regions.
-  Status AllreduceDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
-                         ReduceOp op, double post);
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -102,7 +99,7 @@ class ShmComm : public ForwardingComm {
     // the parity of the call's first round (the others read it after that
     // round's barrier; the next call writes the other one).
     int64_t rounds[2];
-    // AllreduceDirect: where this member's table of regions lies (in its
+    // The direct allreduce: where this member's table of regions lies (in its
     // own address space), their number, and the call's element count, by
     // the parity of the call (a member may publish the next call's while
     // another still reads this one's).
@@ -141,7 +138,7 @@ class ShmComm : public ForwardingComm {
   std::atomic<bool> aborted_{false};
   Status failed_;
   bool peer_reads_ = false;
-  // AllreduceDirect's working memory: the others' tables, and one piece of
+  // The direct allreduce's working memory: the others' tables, and one piece of
   // my share being reduced and of a peer's input read for it.
   std::vector<std::vector<DirectRegion>> tables_;
   std::vector<uint8_t> acc_, piece_;

@@ -79,16 +79,6 @@ Status ShmComm::ProbePeerReads() {
   return Status::OK();
 }
 
-Status ShmComm::AllreduceDirect(const std::vector<DirectRegion>& regions, int64_t count,
-                                DataType dt, ReduceOp op, double post) {
-  if (!peer_reads_) {
-    return Status::Internal(std::string(kWhat) +
-                            ": no direct allreduce (members cannot read each other's memory)");
-  }
-  if (!failed_.ok()) return Unusable();
-  return Guard(RunDirect(regions, count, dt, op, post));
-}
-
 Status ShmComm::ReadFrom(int r) {
   const Status s = ReadPeerMemory(member(r).pid, &iov_local_, &iov_remote_);
   if (s.ok()) return s;
