@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """run_launches: the issue-32 measurement. N launches (default 20) at np=2 under
-mpirun, alternating
+mpirun (or, for the C API, hvdrun: --launcher hvdrun --what c), alternating
   (a) hvd's C API: build/bin/hvd_bench on the large sets (--iters/--warmup
       given here) and, in a second mpirun, on W4 (its default 5+50
       iterations), raw MPI patterns before hvd_init and with hvd idle in the
@@ -85,7 +85,7 @@ def perf_wrap(cmd, out, tag):
     counters), one file per rank, so a slow launch can be set beside a fast one."""
     events = "task-clock,context-switches,cpu-migrations,page-faults"
     dest = os.path.join(out, "perf_%s.rank" % tag)
-    return ["sh", "-c", 'exec perf stat -x, -e %s -o "%s$OMPI_COMM_WORLD_RANK" -- "$@"'
+    return ["sh", "-c", 'exec perf stat -x, -e %s -o "%s${OMPI_COMM_WORLD_RANK:-$HVD_RANK}" -- "$@"'
             % (events, dest), "sh"] + cmd
 
 
@@ -134,10 +134,12 @@ class Runner:
         bench = os.path.join(a.build, "bin", "hvd_bench")
         common = ["--rounds", str(a.rounds)]
         wrap = (lambda c, t: perf_wrap(c, out, t)) if a.perf else (lambda c, t: c)
-        big = MPIRUN + wrap([bench, "--workloads", ",".join(a.large), "--iters", str(a.iters),
+        launcher = (MPIRUN if a.launcher == "mpirun" else
+                    [os.path.join(a.build, "bin", "hvdrun"), "-np", "2"])
+        big = launcher + wrap([bench, "--workloads", ",".join(a.large), "--iters", str(a.iters),
                              "--warmup", str(a.warmup), "--csv", os.path.join(out, "c_%02d.csv" % i)]
                             + common, "c_%02d" % i)
-        small = MPIRUN + wrap([bench, "--workloads", "W4", "--csv",
+        small = launcher + wrap([bench, "--workloads", "W4", "--csv",
                                os.path.join(out, "c_w4_%02d.csv" % i)] + common, "c_w4_%02d" % i)
         return self.run(big, "c_%02d" % i) + self.run(small, "c_w4_%02d" % i)
 
@@ -187,8 +189,9 @@ def dist(values):
     return "%s / %s / %s" % (fmt(min(values)), fmt(statistics.median(values)), fmt(max(values)))
 
 
-def summarize_tool(out, prefix, tool, per_launch, w4_prefix=None):
-    """Per set: hvd, best raw (same launch), ratio, spread over launches."""
+def summarize_tool(out, prefix, tool, per_launch, w4_prefix=None, impl="hvd"):
+    """Per set: hvd (its row `impl`), best raw (same launch), ratio, spread
+    over launches."""
     files = sorted(f for f in os.listdir(out) if f.startswith(prefix) and f.endswith(".csv")
                    and (w4_prefix is None or not f.startswith(w4_prefix)))
     if not files:
@@ -218,16 +221,16 @@ def summarize_tool(out, prefix, tool, per_launch, w4_prefix=None):
         hvd, best, before, ratios, idle_ratio = [], [], [], [], []
         for d in launches_:
             rows = d.get(s, {})
-            if "hvd" not in rows:
+            if impl not in rows:
                 continue
             raw_b = [v for k, v in rows.items() if k.startswith("best raw") and "idle" not in k]
             raw_i = [v for k, v in rows.items() if k.startswith("best raw") and "idle" in k]
-            hvd.append(rows["hvd"])
+            hvd.append(rows[impl])
             if raw_b:
                 b = min(raw_b + raw_i)
                 best.append(b)
                 before.append(raw_b[0])
-                ratios.append(rows["hvd"] / b)
+                ratios.append(rows[impl] / b)
                 if raw_i:
                     idle_ratio.append(raw_i[0] / raw_b[0])
         if not hvd:
@@ -252,7 +255,7 @@ def summarize_tool(out, prefix, tool, per_launch, w4_prefix=None):
         verdict = ("ok" if all(g for _, g in goals) else
                    "MISS: " + "; ".join(n for n, g in goals if not g)) + note
         for k, (h, b, ra) in enumerate(zip(hvd, best, ratios)):
-            per_launch.append("%s,%s,%d,%.6f,%.6f,%.4f" % (tool.split()[0], s, k, h, b, ra))
+            per_launch.append("%s,%s,%s,%d,%.6f,%.6f,%.4f" % (tool.split()[0], impl, s, k, h, b, ra))
         for name, good in goals:
             if not good:
                 failures.append("%s %s: %s" % (tool, s, name))
@@ -271,8 +274,14 @@ def summarize(out):
           "rounds before init and with hvd idle); idle/bef. = worst launch's best raw with hvd "
           "idle / before init (an idle hvd must not slow MPI); raw max/min = spread of raw "
           "before init (the spread goal counts where it is within 1.3x)")
-    per_launch = ["tool,set,launch,hvd_ms,best_raw_ms,ratio"]
-    fails = summarize_tool(out, "c_", "C API (hvd_bench)", per_launch, w4_prefix="c_w4_")
+    per_launch = ["tool,impl,set,launch,hvd_ms,best_raw_ms,ratio"]
+    # hvd_bench times hvd from input to output ("hvd") and, as the raw
+    # patterns also run, in place on the output ("hvd, in place"): each
+    # against the best raw pattern, which is usually an in-place one.
+    fails = summarize_tool(out, "c_", "C API (hvd_bench, in place)", per_launch,
+                           w4_prefix="c_w4_", impl="hvd, in place")
+    fails += summarize_tool(out, "c_", "C API (hvd_bench, out of place)", per_launch,
+                            w4_prefix="c_w4_")
     fails += summarize_tool(out, "torch_", "torch (launch_bench.py)", per_launch)
     with open(os.path.join(out, "per_launch.csv"), "w") as f:
         f.write("\n".join(per_launch) + "\n")
@@ -303,6 +312,9 @@ def main():
     p.add_argument("--perf", action="store_true",
                    help="run each hvd_bench rank under perf stat (OUT_DIR/perf_*.rankN)")
     p.add_argument("--what", choices=["both", "c", "torch"], default="both")
+    p.add_argument("--launcher", choices=["mpirun", "hvdrun"], default="mpirun",
+                   help="launcher of the C API runs: mpirun (MPI, raw MPI patterns) or hvdrun "
+                        "(Gloo, raw Gloo patterns); the Python run always uses mpirun")
     p.add_argument("--launch-timeout", type=int, default=900, help="seconds per mpirun")
     p.add_argument("--out", help="output directory (default /tmp/bench-launches-<time>)")
     p.add_argument("--summarize", metavar="OUT_DIR", help="only summarize a finished run")

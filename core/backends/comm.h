@@ -66,10 +66,10 @@ struct AllreduceOptions {
   Stage fill, drain;  // optional
   Gather gather;      // optional, with scatter
   Scatter scatter;
-  // Optional: the tensors where they lie, for a transport that reads the
-  // other ranks' memory (only where count * element size reaches
-  // caps().direct_min_bytes; then in and out are unused), and the factor the
-  // result is multiplied by while each piece is in cache.
+  // Optional: the tensors where they lie, for a transport that reduces them
+  // there (only where count * element size reaches caps().direct_min_bytes;
+  // then in and out are unused), and the factor the result is multiplied by
+  // while each piece is in cache.
   const std::vector<DirectRegion>* regions = nullptr;
   double post = 1.0;
 };
@@ -98,10 +98,12 @@ struct CommCaps {
   // for nothing.
   bool gathers = false;
   // Host allreduces of at least this many bytes (and no prescale) are
-  // fastest given as regions: the transport reads the other ranks' memory
-  // where it lies (cross-memory attach), so copying the tensors into its
-  // own buffers first would only add passes. -1: never. Equal on every
-  // rank, so all choose the same path whatever their tensors' layout.
+  // fastest given as regions: the transport reads and writes the tensors
+  // where they lie (shared memory: a rank's own share reduced from its
+  // input into its output; cross-memory attach: the others' inputs too), so
+  // gathering them into its own buffers first would only add passes. -1:
+  // never. Equal on every rank, so all choose the same path whatever their
+  // tensors' layout.
   int64_t direct_min_bytes = -1;
 };
 

@@ -1,9 +1,9 @@
 // Allreduce: prescale -> sum/min/max/product across ranks -> postscale.
 // One path: ChooseStrategy picks, once per response, how the tensors reach
 // the set's Comm, from the response and what the Comm the data plane built
-// can do (core/dataplane/plan.h): alone (a set of one rank), peer reads (the
-// transport reads the other ranks' tensors where they lie), gathered (the
-// transport reads and writes the tensors itself), direct (the caller's
+// can do (core/dataplane/plan.h): alone (a set of one rank), regions (the
+// transport reduces the tensors where they lie), gathered (the transport
+// copies the tensors in and out itself, prescaled), direct (the caller's
 // memory reduced where it lies: one tensor, or tensors back to back), staged
 // (the fusion buffer packed and unpacked chunk by chunk beside the network)
 // or packed (pack, one collective, unpack). Memory work goes through
@@ -270,12 +270,12 @@ Status RunAlone(ExecContext& ctx, const Response& r, const Reduction& x,
   return copies.empty() ? Status::OK() : mem.CopyRegions(copies);
 }
 
-// A group through a transport that reads the other ranks' memory (shared
-// memory with cross-memory attach): it is handed where each tensor lies, and
-// nothing is copied before or after. A joined rank's zeros, and an input
+// A group through a transport that reduces the tensors where they lie
+// (shared memory): it is handed where each tensor lies, and nothing is
+// copied before or after. A joined rank's zeros, and an input
 // that overlaps its output without being it, lie in the fusion buffer.
-Status RunPeerReads(ExecContext& ctx, const Response& r, const Reduction& x,
-                    const std::vector<TensorEntry*>& entries, int64_t total) {
+Status RunRegions(ExecContext& ctx, const Response& r, const Reduction& x,
+                  const std::vector<TensorEntry*>& entries, int64_t total) {
   MemOps& mem = ctx.ops();
   uint8_t* scratch = nullptr;
   auto need_scratch = [&]() -> Status {
@@ -326,7 +326,7 @@ Status RunPeerReads(ExecContext& ctx, const Response& r, const Reduction& x,
 }
 
 // How a response's tensors reach the Comm (see the top of this file).
-enum class Strategy { kAlone, kPeerReads, kGathered, kDirect, kStaged, kPacked };
+enum class Strategy { kAlone, kRegions, kGathered, kDirect, kStaged, kPacked };
 
 // Tensors back to back whose input and output regions are the same or do
 // not overlap: the collective can read and write them where they lie.
@@ -350,7 +350,7 @@ Strategy ChooseStrategy(const ExecContext& ctx, const Response& r, const Reducti
   // by where this rank's tensors lie: all ranks must take the same path.
   if (host && r.prescale == 1.0 && caps.direct_min_bytes >= 0 &&
       total * x.esize >= caps.direct_min_bytes) {
-    return Strategy::kPeerReads;
+    return Strategy::kRegions;
   }
   if (host && caps.gathers) return Strategy::kGathered;
   if (entries.size() == 1 || DirectSpan(r, x, entries, total)) return Strategy::kDirect;
@@ -390,8 +390,8 @@ Status ExecuteAllreduce(ExecContext& ctx, const Response& r, std::vector<TensorE
   switch (ChooseStrategy(ctx, r, x, entries, total)) {
     case Strategy::kAlone:
       return RunAlone(ctx, r, x, entries);
-    case Strategy::kPeerReads:
-      return RunPeerReads(ctx, r, x, entries, total);
+    case Strategy::kRegions:
+      return RunRegions(ctx, r, x, entries, total);
     case Strategy::kGathered:
       return RunGathered(ctx, r, x, entries);
     case Strategy::kDirect:

@@ -44,13 +44,14 @@ class NoAbort : public ForwardingComm {
   void Abort() override {}
 };
 
-std::unique_ptr<ShmComm> MakeShm(int64_t slot_bytes, double timeout_s = 60) {
+std::unique_ptr<ShmComm> MakeShm(int64_t slot_bytes, double timeout_s = 60,
+                                 bool peer_reads = true) {
   MPI_Comm dup;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
   std::shared_ptr<Comm> mpi = std::make_shared<NoAbort>(std::make_shared<MpiComm>(dup, 0));
   std::unique_ptr<ShmComm> shm;
   std::string why;
-  const Status s = ShmComm::Create(mpi, timeout_s, slot_bytes, /*peer_reads=*/true, &shm, &why);
+  const Status s = ShmComm::Create(mpi, timeout_s, slot_bytes, peer_reads, &shm, &why);
   EXPECT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(shm) << why;
   return shm;
@@ -130,14 +131,12 @@ Status Direct(ShmComm& shm, const std::vector<DirectRegion>& regions, int64_t n,
   return shm.Allreduce(o);
 }
 
-// The direct path (members read each other's memory): regions cut
-// differently on every rank, a joined rank's zeros, in place and not,
-// shares of several pieces, every op, a postscale.
-TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
-  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
-  ASSERT_TRUE(shm);
-  ASSERT_TRUE(shm->peer_reads()) << "process_vm_readv is not allowed here";
-  EXPECT_EQ(shm->caps().direct_min_bytes, ShmComm::kDirectMinBytes);
+// Regions cut differently on every rank, a joined rank's zeros, in place
+// and not, many rounds and shares of several pieces, every op, a postscale;
+// a member with another count fails every member.
+void CheckRegions(ShmComm& shm_ref) {
+  ShmComm* shm = &shm_ref;
+  EXPECT_EQ(shm->caps().direct_min_bytes, 0);
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{Size()} + 1, int64_t{4099}, int64_t{3} << 17}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
       for (bool in_place : {true, false}) {
@@ -175,11 +174,59 @@ TEST(ShmComm, AllreduceDirectReadsPeersWhateverTheLayout) {
     ASSERT_EQ(out[i], sum * 0.5) << i;
   }
   // A member with another count: every member fails, naming it.
-  std::vector<DirectRegion> none;
+  float x = 1;
+  std::vector<DirectRegion> other;
+  if (Rank() == 0)
+    other.push_back({reinterpret_cast<uint64_t>(&x), reinterpret_cast<uint64_t>(&x), 1});
   const Status bad =
-      Direct(*shm, none, Rank() == 0 ? 1 : 0, DataType::kFloat32, ReduceOp::kSum, 1.0);
+      Direct(*shm, other, Rank() == 0 ? 1 : 0, DataType::kFloat32, ReduceOp::kSum, 1.0);
   EXPECT_EQ(bad.code(), Code::kInternal) << bad.message();
   EXPECT_NE(bad.message().find("elements, this one"), std::string::npos) << bad.message();
+}
+
+// Large regions read the peers' inputs (process_vm_readv), smaller ones go
+// through the slots.
+TEST(ShmComm, AllreduceRegionsReadingPeersWhateverTheLayout) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  ASSERT_TRUE(shm->peer_reads()) << "process_vm_readv is not allowed here";
+  CheckRegions(*shm);
+}
+
+// Every size through the slots: each member's own share reduced from its
+// input into its output, the others' through the slots (shm_shared.cc).
+TEST(ShmComm, AllreduceRegionsThroughSlotsWhateverTheLayout) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot, 60, /*peer_reads=*/false);
+  ASSERT_TRUE(shm);
+  ASSERT_FALSE(shm->peer_reads());
+  CheckRegions(*shm);
+  // The default slot: a buffer of several rounds, in place.
+  std::unique_ptr<ShmComm> big = MakeShm(ShmComm::kDefaultSlotBytes, 60, false);
+  ASSERT_TRUE(big);
+  CheckAllreduce<float>(*big, DataType::kFloat32, ReduceOp::kSum, int64_t{5} << 20, true);
+}
+
+// An allreduce reads one set of slots while it writes the next; the other
+// collectives' rounds follow it at once: back to back, with every number of
+// rounds, nothing is overwritten before it is read.
+TEST(ShmComm, CollectivesBackToBackKeepEachOthersSlots) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  const int64_t e = kSlot / 4;
+  for (int64_t n : {int64_t{1}, e - 1, e + 1, 2 * e, 3 * e + 1, 7 * e + 3}) {
+    for (int rep = 0; rep < 3; ++rep) {
+      CheckAllreduce<int32_t>(*shm, DataType::kInt32, ReduceOp::kSum, n, rep == 1);
+      if (HasFatalFailure()) return;
+      std::vector<int32_t> mine(static_cast<size_t>(n)), all(static_cast<size_t>(n * Size()));
+      for (int64_t i = 0; i < n; ++i) mine[i] = static_cast<int32_t>(V(Rank(), i));
+      const Status s =
+          shm->Allgatherv(mine.data(), all.data(), std::vector<int64_t>(Size(), n * 4));
+      ASSERT_TRUE(s.ok()) << s.message();
+      for (int r = 0; r < Size(); ++r) {
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(all[r * n + i], V(r, i)) << r << " " << i;
+      }
+    }
+  }
 }
 
 // Block k has counts[k] elements (uneven, some empty); rank r keeps its own,

@@ -86,8 +86,9 @@ class Bench {
   void StartHvd();
   void RunWorkload(const Workload& wl, bool last_workload);
   void AddRows(const Workload& wl, const std::vector<RawPattern>& patterns,
-               const std::vector<Series>& before, const Series& best, const Series& hvd,
-               const std::vector<Series>& idle, const Series& best_idle);
+               const std::vector<Series>& before, const Series& best,
+               const std::vector<Series>& hvds, const std::vector<Series>& idle,
+               const Series& best_idle);
   Row MakeRow(const Workload& wl, const Series& s, double best_raw) const;
   std::string RawImpl(const char* what) const {
     return std::string(what) + " " + BackendName(planned_);
@@ -158,8 +159,9 @@ Row Bench::MakeRow(const Workload& wl, const Series& s, double best_raw) const {
 }
 
 void Bench::AddRows(const Workload& wl, const std::vector<RawPattern>& patterns,
-                    const std::vector<Series>& before, const Series& best, const Series& hvd,
-                    const std::vector<Series>& idle, const Series& best_idle) {
+                    const std::vector<Series>& before, const Series& best,
+                    const std::vector<Series>& hvds, const std::vector<Series>& idle,
+                    const Series& best_idle) {
   const Summary best_sum = Summarize(best.ms);
   const double best_raw = raw_timing_ ? best_sum.median : -1;
   std::vector<Row> rows;
@@ -173,8 +175,10 @@ void Bench::AddRows(const Workload& wl, const std::vector<RawPattern>& patterns,
     r.note = std::string("fastest: ") + PatternName(patterns[fastest]);
     rows.push_back(r);
   }
-  rows.push_back(MakeRow(wl, hvd, best_raw));
-  rows.back().note = hvd.note;
+  for (const Series& hvd : hvds) {
+    rows.push_back(MakeRow(wl, hvd, best_raw));
+    rows.back().note = hvd.note;
+  }
   for (const Series& s : idle) rows.push_back(MakeRow(wl, s, best_raw));
   if (raw_idle_) {
     Row r = MakeRow(wl, best_idle, best_raw);
@@ -200,7 +204,10 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
   }
   Series best{RawImpl("best raw"), {}, true, {}};
   Series best_idle{RawImpl("best raw") + " (hvd idle)", {}, true, {}};
-  Series hvd{"hvd", {}, true, {}};
+  // hvd as the raw patterns run: from the input into the output, and, where
+  // they also run in place, in place on the output.
+  std::vector<Series> hvds{Series{"hvd", {}, true, {}}};
+  if (b.has_output()) hvds.push_back(Series{"hvd, in place", {}, true, {}});
 
   // Times every raw pattern once into `series` and their minimum into `min`.
   auto time_patterns = [&](std::vector<Series>& series, Series& min) {
@@ -220,17 +227,23 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
   for (int round = 0; round < args_.rounds; ++round) {
     if (raw_timing_) time_patterns(before, best);
     if (!hvd_is_initialized()) StartHvd();
-    hvd.note = Traffic([&] {
-      hvd.ms.push_back(TimeIt(
-          wl, b, size_, &hvd.ok, [&] { HvdIteration(b, handles); }, HvdBarrier));
-    });
+    for (size_t i = 0; i < hvds.size(); ++i) {
+      Series& hvd = hvds[i];
+      const bool in_place = i == 1;
+      b.set_output_starts_as_input(in_place);
+      hvd.note = Traffic([&] {
+        hvd.ms.push_back(TimeIt(
+            wl, b, size_, &hvd.ok, [&] { HvdIteration(b, handles, in_place); }, HvdBarrier));
+      });
+      b.set_output_starts_as_input(false);
+    }
     if (raw_idle_) time_patterns(idle, best_idle);
     // Shut down so that the next round's raw figures are again without hvd;
     // the last one stays up for --idle and the gathering of results.
     const bool last = last_workload && round + 1 == args_.rounds;
     if (raw_timing_ && !last) Check(hvd_shutdown(), "hvd_shutdown");
   }
-  AddRows(wl, patterns, before, best, hvd, idle, best_idle);
+  AddRows(wl, patterns, before, best, hvds, idle, best_idle);
   if (rank_ == 0) {
     std::fprintf(stderr, "hvd_bench: %s done (%zu tensors, %s, %d rounds of %d+%d iterations)\n",
                  wl.name.c_str(), wl.counts.size(), FormatBytes(wl.bytes()).c_str(), args_.rounds,

@@ -26,11 +26,11 @@ void AllreduceNow(DLTensor* in, DLTensor* out, hvd_reduce_op op, const char* nam
 
 }  // namespace
 
-void HvdIteration(Buffers& b, std::vector<hvd_handle>& handles) {
+void HvdIteration(Buffers& b, std::vector<hvd_handle>& handles, bool in_place) {
   const size_t n = b.tensors();
   for (size_t i = 0; i < n; ++i) {
-    Check(hvd_allreduce_async(b.name(i), b.tensor_in(i), b.tensor_out(i), HVD_OP_SUM, nullptr,
-                              &handles[i]),
+    DLTensor* in = in_place ? b.tensor_out(i) : b.tensor_in(i);
+    Check(hvd_allreduce_async(b.name(i), in, b.tensor_out(i), HVD_OP_SUM, nullptr, &handles[i]),
           "hvd_allreduce_async");
   }
   for (size_t i = 0; i < n; ++i) {

@@ -12,7 +12,9 @@ namespace hvdbench {
 
 // Submits an async allreduce (SUM) for every tensor in order, then waits
 // for all of them.
-void HvdIteration(Buffers& b, std::vector<hvd_handle>& handles);
+// `in_place`: each tensor reduced in place in the output buffer (a training
+// step's gradients), not from the input into the output.
+void HvdIteration(Buffers& b, std::vector<hvd_handle>& handles, bool in_place = false);
 
 void HvdBarrier();
 

@@ -71,7 +71,7 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
   Comm& c = *backend;
   const int size = c.size();
   slot_bytes = std::max<int64_t>(64 * size, slot_bytes / 64 * 64);
-  const size_t bytes = size * sizeof(Member) + 2 * static_cast<size_t>(size * slot_bytes);
+  const size_t bytes = size * sizeof(Member) + kSets * static_cast<size_t>(size * slot_bytes);
   auto seg = std::make_unique<ShmSegment>();
   const Status s = MapSegment(c, bytes, seg.get());
   if (s.ok()) reinterpret_cast<Member*>(seg->data())[c.rank()].pid = ::getpid();
@@ -110,7 +110,7 @@ ShmComm::Member& ShmComm::member(int r) const {
 }
 
 uint8_t* ShmComm::slot(int64_t round, int r) const {
-  const int64_t set = round % 2;
+  const int64_t set = round % kSets;
   return segment_->data() + size() * sizeof(Member) + (set * size() + r) * slot_bytes_;
 }
 
@@ -197,23 +197,16 @@ Status ShmComm::SleepUntil(int r, uint64_t target, std::chrono::steady_clock::ti
 
 Status ShmComm::DoAllreduce(const AllreduceOptions& a) {
   if (!failed_.ok()) return Unusable();
-  if (a.regions) return Guard(RunDirect(*a.regions, a.count, a.dt, a.op, a.post));
   if (a.gathered()) return Guard(RunRounds(a.count, a.dt, a.op, a.gather, a.scatter));
-  const int64_t es = static_cast<int64_t>(DataTypeSize(a.dt));
-  const auto* src = static_cast<const uint8_t*>(a.in);
-  auto* dst = static_cast<uint8_t*>(a.out);
-  return Guard(RunRounds(
-      a.count, a.dt, a.op,
-      [&](int64_t off, int64_t n, void* to) {
-        std::memcpy(to, src + off * es, static_cast<size_t>(n * es));
-        CountMoved(2 * n * es);
-        return Status::OK();
-      },
-      [&](int64_t off, int64_t n, const void* from) {
-        std::memcpy(dst + off * es, from, static_cast<size_t>(n * es));
-        CountMoved(2 * n * es);
-        return Status::OK();
-      }));
+  if (a.regions) {
+    const int64_t bytes = a.count * static_cast<int64_t>(DataTypeSize(a.dt));
+    return Guard(peer_reads_ && bytes >= kDirectMinBytes
+                     ? RunDirect(*a.regions, a.count, a.dt, a.op, a.post)
+                     : RunShared(*a.regions, a.count, a.dt, a.op, a.post));
+  }
+  const std::vector<DirectRegion> one{
+      {reinterpret_cast<uint64_t>(a.in), reinterpret_cast<uint64_t>(a.out), a.count}};
+  return Guard(RunShared(one, a.count, a.dt, a.op, 1.0));
 }
 
 // Per round: my part gathered into my slot; barrier; my share reduced over

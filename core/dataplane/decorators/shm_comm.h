@@ -6,20 +6,26 @@
 // busy-polling). Every other call stays on the backend's Comm.
 //
 // The segment holds a cache line per member (its barrier count and pid) and
-// two sets of one slot per member (double buffering: a set is rewritten only
-// after every member has passed a barrier that follows its last read). A
-// call goes in rounds of at most one slot per member: each copies its part
-// into its slot, a barrier, each reduces its share of every slot (or copies
-// everyone's parts out), a second barrier where the round's results are read
-// by the others. A broadcast's round is the root's bytes in the whole set;
-// an alltoall's, a part per destination in each member's slot.
+// three sets of one slot per member, used round after round (a set is
+// rewritten only after every member has passed a barrier that follows its
+// last read; an allreduce reads one set while it writes the next).
 //
-// Large allreduces of memory that lies contiguous (a tensor, or tensors
-// back to back) skip the slots where the kernel lets members read each
-// other's memory (peer_memory.h): each member reduces its share straight
-// from the others' inputs and then copies the others' shares from their
-// outputs, about 2 passes over memory per byte fewer than through the slots
-// (shm_direct.cc).
+// An allreduce given the tensors where they lie (regions, or in and out)
+// goes in rounds of a slot's worth of elements, one barrier each: every
+// member copies into its slot the elements the others reduce, reduces its
+// own share from its input and the others' slots into its output and its
+// slot, and copies the others' results out (shm_shared.cc). Given gather
+// and scatter (a prescale), a round copies everything in, a barrier, each
+// reduces its share of every slot, a second barrier, everything out. Other
+// collectives go in rounds too: each copies its part into its slot, a
+// barrier, everyone's parts copied out. A broadcast's round is the root's
+// bytes in the whole set; an alltoall's, a part per destination in each
+// member's slot.
+//
+// Large allreduces of regions skip the slots for their inputs where the
+// kernel lets members read each other's memory and HVD_SHARED_MEMORY_PEER_READS
+// asks for it (peer_memory.h): each member reduces its share straight from
+// the others' inputs (shm_direct.cc).
 //
 // No hang: a barrier waits at most `timeout_s` (then HVD_ERR_TIMEOUT naming
 // the member waited for); a member whose process is gone fails it at once
@@ -52,6 +58,7 @@ class ShmComm : public ForwardingComm {
   static Status Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t slot_bytes,
                        bool peer_reads, std::unique_ptr<ShmComm>* out, std::string* why);
   static constexpr int64_t kDefaultSlotBytes = 1 << 20;
+  static constexpr int kSets = 3;
   // Below this, a slot round costs less than the direct path's three
   // barriers and system calls.
   static constexpr int64_t kDirectMinBytes = 1 << 20;
@@ -59,7 +66,7 @@ class ShmComm : public ForwardingComm {
   ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment, int64_t slot_bytes,
           double timeout_s, bool check_pids);
 
-  // Whether Allreduce takes AllreduceOptions::regions (caps().direct_min_bytes).
+  // Whether allreduces of regions from kDirectMinBytes read the peers' inputs.
   bool peer_reads() const { return peer_reads_; }
 
   // Elements [lo, lo + n) of `count` that member r reduces.
@@ -68,14 +75,14 @@ class ShmComm : public ForwardingComm {
   };
   static Share ShareOf(int64_t count, int size, int r);
 
-  // Rounds of one slot: no need to fuse for the transport's sake. Gathers:
-  // each round's input is gathered straight into my slot, and its result
-  // scattered straight out of the slots. Large ones read the peers' tensors
-  // where that is allowed.
+  // Rounds of one slot: no need to fuse for the transport's sake. Takes the
+  // tensors where they lie at every size (regions); gathers where a
+  // prescale needs it: each round's input is gathered straight into my
+  // slot, and its result scattered straight out of the slots.
   CommCaps caps() const override {
     CommCaps c;
     c.gathers = true;
-    c.direct_min_bytes = peer_reads_ ? kDirectMinBytes : -1;
+    c.direct_min_bytes = 0;
     return c;
   }
   Status Reducescatter(const void* in, void* out, const std::vector<int64_t>& counts, DataType dt,
@@ -116,6 +123,8 @@ class ShmComm : public ForwardingComm {
   Status SleepUntil(int r, uint64_t target, std::chrono::steady_clock::time_point start);
   Status RunRounds(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
                    const Scatter& scatter);
+  Status RunShared(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
+                   ReduceOp op, double post);
   Status ProbePeerReads();
   Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post);
