@@ -28,6 +28,9 @@
 // vectors give themselves and orthogonal ones add. With wa == wb this is the
 // formula above, computed as it (so n = 2^k gives the same bits as always).
 // The weights follow from n alone, so every rank computes the same ones.
+// The fold and the return pair only some ranks, so they rely on the CPU
+// backends' point-to-point SendRecv (MPI and Gloo), not the default's
+// Alltoallv, in which every rank must take part.
 //
 // Every tensor of a fused response is combined with its own dot product and
 // norms, so fusion never changes results. Work is done in double (float64)
