@@ -16,7 +16,6 @@ Status Allreduce(const AllreduceArgs& a, const OpOptions& o, int64_t* handle) {
   FillInput(a.input, &*e);
   Status s = CheckOutput("output", "input", a.output, &*e);
   if (s.ok() && a.op == ReduceOp::kAdasum) s = CheckAdasumTensor("input", *e);
-  if (s.ok() && a.op == ReduceOp::kAdasum) s = CheckAdasumSet(o.process_set);
   if (s.ok()) s = SetReduceOp("input", a.op, o, &*e);
   if (!s.ok()) return s;
   return e.Submit(OpType::kAllreduce, a.name, o, handle);
@@ -35,7 +34,6 @@ Status GroupedAllreduce(Span<GroupItem> items, ReduceOp op, const OpOptions& o, 
     if (op == ReduceOp::kAdasum) HVD_RETURN_IF_ERROR(CheckAdasumTensor(what.c_str(), *v[i]));
     HVD_RETURN_IF_ERROR(SetReduceOp(what.c_str(), op, o, v[i].get()));
   }
-  if (op == ReduceOp::kAdasum) HVD_RETURN_IF_ERROR(CheckAdasumSet(o.process_set));
   return SubmitGroup(OpType::kAllreduce, items, &v, o, handle, false);
 }
 

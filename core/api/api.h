@@ -100,7 +100,7 @@ struct GroupItem {
 
 // Allreduce into `output` (same dtype and element count as `input`; may be
 // `input`). Bool tensors reduce logically (sum, max: or; min, product: and).
-// Adasum: floating-point CPU tensors, a power-of-two set.
+// Adasum: floating-point CPU tensors, any number of ranks.
 struct AllreduceArgs {
   std::string_view name;
   Tensor input;

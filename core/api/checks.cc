@@ -60,18 +60,6 @@ Status CheckAdasumTensor(const char* what, const TensorEntry& e) {
   return Status::OK();
 }
 
-// The recursive halving pairs rank r with r ^ 2^k, so the set size must be
-// a power of two (Horovod has the same limit).
-Status CheckAdasumSet(int32_t set) {
-  int set_rank = 0, set_size = 0;
-  HVD_RETURN_IF_ERROR(Runtime::Get().SetInfo(set, &set_rank, &set_size));
-  if (set_size & (set_size - 1)) {
-    return Status::Unsupported("HVD_OP_ADASUM needs a power-of-two number of ranks; process set " +
-                               std::to_string(set) + " has " + std::to_string(set_size));
-  }
-  return Status::OK();
-}
-
 Status SetReduceOp(const char* what, ReduceOp op, const OpOptions& o, TensorEntry* e) {
   e->request.reduce_op = op;
   if (e->request.dtype != DataType::kBool) return Status::OK();

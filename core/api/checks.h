@@ -19,9 +19,8 @@ void FillInput(const Tensor& t, TensorEntry* e);
 Status CheckOutput(const char* what, const char* input_what, const Tensor& t, TensorEntry* e);
 // Only sum and average scatter.
 Status CheckScatterOp(ReduceOp op);
-// Adasum's limits: floating-point CPU tensors; a power-of-two set.
+// Adasum's limits: floating-point CPU tensors (any number of ranks).
 Status CheckAdasumTensor(const char* what, const TensorEntry& e);
-Status CheckAdasumSet(int32_t set);
 // Sets the entry's reduce op; bool tensors reduce logically (sum and max
 // are or, min and product are and: max and min on bytes) and unscaled.
 Status SetReduceOp(const char* what, ReduceOp op, const OpOptions& o, TensorEntry* e);

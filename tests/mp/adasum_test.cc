@@ -1,10 +1,11 @@
-// HVD_OP_ADASUM through the C API, under mpirun or hvdrun with 2, 3 or 4
+// HVD_OP_ADASUM through the C API, under mpirun or hvdrun with 2 to 6
 // ranks: its defining properties on known vectors (orthogonal gradients add,
-// identical ones average), hand-computed cases, fused tensors combined one by
-// one, random vectors against a reference tree in double, scale factors, a
-// joined rank, process sets, and the refusals (non-power-of-two sets,
-// integer tensors). Collectives always run on every rank (EXPECT, not
-// ASSERT, after them) so a failure never leaves a peer waiting.
+// identical ones average, parallel ones give their mean at any number of
+// ranks), hand-computed cases, fused tensors combined one by one, random
+// vectors against a reference tree in double, scale factors, a joined rank,
+// process sets, and the refusals (integer tensors, reducescatter). Every
+// rank must get the same bits. Collectives always run on every rank (EXPECT,
+// not ASSERT, after them) so a failure never leaves a peer waiting.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -29,9 +30,6 @@ bool PowerOfTwo(int n) {
   return n > 0 && (n & (n - 1)) == 0;
 }
 
-#define SKIP_UNLESS_POWER_OF_TWO() \
-  if (!PowerOfTwo(N())) GTEST_SKIP() << "Adasum needs a power-of-two number of ranks"
-
 hvd_status Wait(hvd_handle h) {
   return hvdtest::WaitAndRelease(h, 60000);
 }
@@ -44,8 +42,9 @@ hvd_status Adasum(const char* name, Tensor& in, Tensor& out, const hvd_op_option
 
 using Vec = std::vector<double>;
 
-// The published pairwise combination, in double.
-Vec Combine(const Vec& a, const Vec& b) {
+// The published pairwise combination, in double, for groups standing for
+// wa and wb ranks (equal weights: Adasum's own formula).
+Vec Combine(const Vec& a, const Vec& b, int wa = 1, int wb = 1) {
   double dot = 0, na = 0, nb = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     dot += a[i] * b[i];
@@ -53,21 +52,47 @@ Vec Combine(const Vec& a, const Vec& b) {
     nb += b[i] * b[i];
   }
   const double tiny = std::sqrt(DBL_MIN);
-  const double ca = na >= tiny ? 1 - dot / (2 * na) : 1;
-  const double cb = nb >= tiny ? 1 - dot / (2 * nb) : 1;
+  const double fa = static_cast<double>(wa) / (wa + wb), fb = 1 - fa;
+  const double ca = na >= tiny ? 1 - fa * dot / na : 1;
+  const double cb = nb >= tiny ? 1 - fb * dot / nb : 1;
   Vec out(a.size());
   for (size_t i = 0; i < a.size(); ++i) out[i] = ca * a[i] + cb * b[i];
   return out;
 }
 
-// Ranks 0+1, 2+3, ... then pairs of pairs: the binary tree Adasum defines.
+// With p the largest power of two <= n: ranks p..n-1 first combine into
+// ranks 0..n-p-1 (which then stand for two ranks), then ranks 0+1, 2+3, ...
+// and pairs of pairs, each group weighted by the ranks it stands for.
 Vec Tree(std::vector<Vec> v) {
+  size_t p = 1;
+  while (2 * p <= v.size()) p *= 2;
+  std::vector<int> w(p, 1);
+  for (size_t r = p; r < v.size(); ++r) {
+    v[r - p] = Combine(v[r - p], v[r]);
+    w[r - p] = 2;
+  }
+  v.resize(p);
   while (v.size() > 1) {
     std::vector<Vec> next;
-    for (size_t i = 0; i < v.size(); i += 2) next.push_back(Combine(v[i], v[i + 1]));
+    std::vector<int> next_w;
+    for (size_t i = 0; i < v.size(); i += 2) {
+      next.push_back(Combine(v[i], v[i + 1], w[i], w[i + 1]));
+      next_w.push_back(w[i] + w[i + 1]);
+    }
     v = next;
+    w = next_w;
   }
   return v[0];
+}
+
+// Expects every rank to hold rank 0's bits of `t` (a float tensor).
+void ExpectSameBitsEverywhere(const Tensor& t, T type, int64_t count, const char* name) {
+  Tensor from0(type, {count});
+  for (int64_t i = 0; i < count; ++i) from0.Set(i, t.Get(i));
+  hvd_handle h;
+  ASSERT_EQ(hvd_broadcast_async(name, from0.dl(), 0, nullptr, &h), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(Wait(h), HVD_OK) << hvd_last_error();
+  for (int64_t i = 0; i < count; ++i) EXPECT_EQ(t.Get(i), from0.Get(i)) << name << " element " << i;
 }
 
 // Deterministic values in [-1, 1) for rank r, tensor t, element i.
@@ -81,7 +106,6 @@ double Random(int r, int t, int64_t i) {
 }
 
 TEST(Adasum, OrthogonalGradientsAdd) {
-  SKIP_UNLESS_POWER_OF_TWO();
   for (T t : {T::f32, T::f64}) {
     // Rank r: (r + 1) at element 2r, zeros elsewhere.
     Tensor in(t, {2 * N()}), out(t, {2 * N()});
@@ -94,19 +118,65 @@ TEST(Adasum, OrthogonalGradientsAdd) {
 }
 
 TEST(Adasum, IdenticalGradientsAverage) {
-  SKIP_UNLESS_POWER_OF_TWO();
   const double v[] = {0.5, -1.25, 3, 0, 96, -0.0625, 7};
   for (T t : {T::f16, T::bf16, T::f32, T::f64}) {
     Tensor in(t, {7}), out(t, {7});
     for (int64_t i = 0; i < 7; ++i) in.Set(i, v[i]);
     ASSERT_EQ(Adasum("adasum.identical", in, out), HVD_OK) << hvd_last_error();
-    for (int64_t i = 0; i < 7; ++i) EXPECT_EQ(out.Get(i), v[i]) << "element " << i;
+    for (int64_t i = 0; i < 7; ++i) {
+      if (t == T::f64 && !PowerOfTwo(N())) {
+        // Unequal weights (1/3, 2/3, ...) round in double: within an ulp or
+        // two of the value; narrower types round back to it exactly.
+        EXPECT_NEAR(out.Get(i), v[i], 4 * DBL_EPSILON * std::fabs(v[i])) << "element " << i;
+      } else {
+        EXPECT_EQ(out.Get(i), v[i]) << Name(t) << " element " << i;
+      }
+    }
+  }
+}
+
+// Rank r holds c_r a: the result is the mean of the n vectors (what
+// Horovod's test_stability and test_parallel expect), at any number of
+// ranks, with the same bits on every rank. Factors spread over many orders
+// of magnitude, as in test_stability_2.
+TEST(Adasum, ParallelGradientsGiveTheMean) {
+  for (T t : {T::f16, T::f32, T::f64}) {
+    for (int64_t count : {int64_t{1}, int64_t{5}, int64_t{1000}}) {
+      for (double spread : {1.0, 1e6}) {
+        if (t == T::f16 && spread > 1) continue;  // 1e12 overflows float16
+        auto factor = [&](int r) { return (1.0 + 0.37 * r) * std::pow(spread, r % 3); };
+        Tensor in(t, {count}), out(t, {count});
+        std::vector<double> a(static_cast<size_t>(count)), expect(a.size());
+        for (int64_t i = 0; i < count; ++i) {
+          a[i] = Random(99, 0, i) + 0.5 * (i % 2 ? 1 : -1);
+          in.Set(i, factor(R()) * a[i]);
+        }
+        // The reference starts from the rounded inputs the ranks sent.
+        Tensor one(t, {1});
+        for (int64_t i = 0; i < count; ++i) {
+          double sum = 0;
+          for (int r = 0; r < N(); ++r) {
+            one.Set(0, factor(r) * a[i]);
+            sum += one.Get(0);
+          }
+          expect[i] = sum / N();
+        }
+        ASSERT_EQ(Adasum("adasum.parallel", in, out), HVD_OK) << hvd_last_error();
+        const double tol = t == T::f64 ? 1e-13 : t == T::f32 ? 1e-6 : 2e-3;
+        double norm = 0;
+        for (double e : expect) norm = std::max(norm, std::fabs(e));
+        for (int64_t i = 0; i < count; ++i) {
+          EXPECT_NEAR(out.Get(i), expect[i], tol * norm)
+              << Name(t) << " count " << count << " spread " << spread << " element " << i;
+        }
+        ExpectSameBitsEverywhere(out, t, count, "adasum.parallel.check");
+      }
+    }
   }
 }
 
 TEST(Adasum, HandComputed) {
-  SKIP_UNLESS_POWER_OF_TWO();
-  if (N() != 2 && N() != 4) GTEST_SKIP() << "hand-computed for 2 and 4 ranks";
+  if (N() > 4) GTEST_SKIP() << "hand-computed for 2, 3 and 4 ranks";
   Tensor in(T::f64, {2}), out(T::f64, {2});
   double expect[2];
   if (N() == 4) {
@@ -118,6 +188,16 @@ TEST(Adasum, HandComputed) {
     in.Set(1, g[R()][1]);
     expect[0] = 2;
     expect[1] = 0.5;
+  } else if (N() == 3) {
+    // Rank 2 hands (2,0) to rank 0, equal to its own: (2,0), standing for
+    // 2 ranks. Then a = (2,0) (weight 2 of 3), b = (1,1): a.b = 2,
+    // |a|^2 = 4, |b|^2 = 2: (1 - 2/3 * 2/4) a + (1 - 1/3 * 2/2) b
+    // = 2/3 (2,0) + 2/3 (1,1) = (2, 2/3).
+    const double g[3][2] = {{2, 0}, {1, 1}, {2, 0}};
+    in.Set(0, g[R()][0]);
+    in.Set(1, g[R()][1]);
+    expect[0] = 2;
+    expect[1] = 2.0 / 3;
   } else {
     // a = (3,0), b = (1,1): a.b = 3, |a|^2 = 9, |b|^2 = 2:
     // (1 - 3/18) (3,0) + (1 - 3/4) (1,1) = (2.5 + 0.25, 0.25).
@@ -137,7 +217,6 @@ TEST(Adasum, HandComputed) {
 // Random tensors of awkward sizes match the reference tree, and every rank
 // gets the same bits.
 TEST(Adasum, FusedTensorsCombineOneByOne) {
-  SKIP_UNLESS_POWER_OF_TWO();
   const std::vector<int64_t> sizes = {2 * N(), 3, 1, 7, 1001, 2};
   std::vector<std::unique_ptr<Tensor>> ins, outs;
   for (size_t t = 0; t < sizes.size(); ++t) {
@@ -193,8 +272,27 @@ TEST(Adasum, FusedTensorsCombineOneByOne) {
   for (int64_t i = 0; i < 1001; ++i) EXPECT_EQ(outs[4]->Get(i), last.Get(i)) << "element " << i;
 }
 
+// Tensors smaller than the number of ranks, alone (not fused): the halving
+// leaves some ranks empty slices; results still match the reference.
+TEST(Adasum, TinyTensorsMatchTheReference) {
+  for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{N() + 1}}) {
+    Tensor in(T::f64, {count}), out(T::f64, {count});
+    std::vector<Vec> per_rank(static_cast<size_t>(N()), Vec(static_cast<size_t>(count)));
+    for (int r = 0; r < N(); ++r) {
+      for (int64_t i = 0; i < count; ++i) per_rank[r][i] = Random(r, 7, i);
+    }
+    for (int64_t i = 0; i < count; ++i) in.Set(i, per_rank[R()][i]);
+    ASSERT_EQ(Adasum("adasum.tiny", in, out), HVD_OK) << hvd_last_error();
+    const Vec expect = Tree(per_rank);
+    for (int64_t i = 0; i < count; ++i) {
+      EXPECT_NEAR(out.Get(i), expect[i], 1e-13 * std::max(1.0, std::fabs(expect[i])))
+          << "count " << count << " element " << i;
+    }
+    ExpectSameBitsEverywhere(out, T::f64, count, "adasum.tiny.check");
+  }
+}
+
 TEST(Adasum, ScaleFactorsApplyBeforeAndAfter) {
-  SKIP_UNLESS_POWER_OF_TWO();
   Tensor x(T::f64, {3});
   for (int64_t i = 0; i < 3; ++i) x.Set(i, i + 1.0);
   hvd_op_options o = HVD_OP_OPTIONS_INIT;
@@ -202,11 +300,13 @@ TEST(Adasum, ScaleFactorsApplyBeforeAndAfter) {
   o.postscale_factor = 0.25;
   // In place: input and output are the same tensor.
   ASSERT_EQ(Adasum("adasum.scaled", x, x, &o), HVD_OK) << hvd_last_error();
-  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(x.Get(i), (i + 1.0) * 0.5);
+  for (int64_t i = 0; i < 3; ++i) {
+    // Off powers of two, equal vectors come back within an ulp or two.
+    EXPECT_NEAR(x.Get(i), (i + 1.0) * 0.5, PowerOfTwo(N()) ? 0.0 : 4 * DBL_EPSILON * (i + 1.0));
+  }
 }
 
 TEST(Adasum, JoinedRankContributesNothing) {
-  SKIP_UNLESS_POWER_OF_TWO();
   // The last rank joins at once: it counts as zeros, and adasum(a, 0) = a.
   int last = -1;
   if (R() != N() - 1) {
@@ -220,9 +320,8 @@ TEST(Adasum, JoinedRankContributesNothing) {
 }
 
 TEST(Adasum, ProcessSets) {
-  SKIP_UNLESS_POWER_OF_TWO();
-  // Ranks 1 and N-1 (a set of two; of one when N == 2) and, with 4 ranks,
-  // ranks 0..2 (three: refused).
+  // Ranks 1 and N-1 (a set of two; of one when N == 2) and, with 4 ranks
+  // or more, ranks 0..2 (a set of three).
   std::vector<int32_t> pair = {1};
   if (N() > 2) pair.push_back(N() - 1);
   int32_t pair_id = -1, three_id = -1;
@@ -244,16 +343,19 @@ TEST(Adasum, ProcessSets) {
     }
   }
   if (three_id >= 0 && hvd_process_set_included(three_id) == 1) {
+    // Orthogonal within the set: the sum. Parallel (1, 2, 3 times v): the mean.
+    const int me = hvd_process_set_rank(three_id);
     Tensor in(T::f32, {4}), out(T::f32, {4});
+    in.Set(me, 10.0 + me);
     o.process_set = three_id;
-    hvd_handle h;
-    EXPECT_EQ(hvd_allreduce_async("adasum.three", in.dl(), out.dl(), HVD_OP_ADASUM, &o, &h),
-              HVD_ERR_UNSUPPORTED);
-    EXPECT_NE(std::string(hvd_last_error())
-                  .find("power-of-two number of ranks; process set " + std::to_string(three_id) +
-                        " has 3"),
-              std::string::npos)
-        << hvd_last_error();
+    EXPECT_EQ(Adasum("adasum.three", in, out, &o), HVD_OK) << hvd_last_error();
+    for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(out.Get(i), i < 3 ? 10.0 + i : 0.0);
+    Tensor par(T::f64, {2}), mean(T::f64, {2});
+    par.Set(0, (me + 1) * 1.5);
+    par.Set(1, (me + 1) * -0.25);
+    EXPECT_EQ(Adasum("adasum.three.parallel", par, mean, &o), HVD_OK) << hvd_last_error();
+    EXPECT_NEAR(mean.Get(0), 3.0, 1e-15);
+    EXPECT_NEAR(mean.Get(1), -0.5, 1e-15);
   }
   EXPECT_EQ(hvd_barrier(0), HVD_OK) << hvd_last_error();
   EXPECT_EQ(hvd_remove_process_set(pair_id), HVD_OK) << hvd_last_error();
@@ -262,22 +364,15 @@ TEST(Adasum, ProcessSets) {
   }
 }
 
-// Refusals come at submission, on every rank alike, before any negotiation.
+// Refusals come at submission, on every rank alike, before any negotiation;
+// any number of ranks is accepted (Horovod refuses all but powers of two).
 TEST(Adasum, RefusedWhereItIsUndefined) {
   hvd_handle h = 0;
   Tensor f(T::f32, {4}), fo(T::f32, {4});
   hvd_status s = hvd_allreduce_async("adasum.refused", f.dl(), fo.dl(), HVD_OP_ADASUM, nullptr, &h);
-  if (PowerOfTwo(N())) {
-    EXPECT_EQ(s, HVD_OK);
-    if (s == HVD_OK) {
-      EXPECT_EQ(Wait(h), HVD_OK) << hvd_last_error();
-    }
-  } else {
-    EXPECT_EQ(s, HVD_ERR_UNSUPPORTED);
-    EXPECT_EQ(std::string(hvd_last_error()),
-              "hvd_allreduce_async: HVD_OP_ADASUM needs a power-of-two number of ranks; process "
-              "set 0 has " +
-                  std::to_string(N()));
+  EXPECT_EQ(s, HVD_OK) << hvd_last_error();
+  if (s == HVD_OK) {
+    EXPECT_EQ(Wait(h), HVD_OK) << hvd_last_error();
   }
   Tensor i32(T::i32, {4}), i32o(T::i32, {4});
   EXPECT_EQ(hvd_allreduce_async("adasum.int", i32.dl(), i32o.dl(), HVD_OP_ADASUM, nullptr, &h),

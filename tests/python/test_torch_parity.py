@@ -1,9 +1,8 @@
 """hvd.torch features a Horovod script relies on: differentiable
 collectives (checked by finite differences over the whole job),
 SyncBatchNorm (against BatchNorm on the concatenated batch), the
-hvd.elastic.TorchState path, is_homogeneous and Adasum (values, refusals
-and a training run; at a non-power-of-two np only the refusals). Runs at
-any np >= 2."""
+hvd.elastic.TorchState path, is_homogeneous and Adasum (values at any
+number of ranks, refusals and a training run). Runs at any np >= 2."""
 import numpy as np
 import pytest
 import torch
@@ -405,11 +404,9 @@ def _power_of_two(n):
 
 
 def test_adasum_values_and_refusals(world):
+    """Any number of ranks: orthogonal vectors add, equal ones average,
+    parallel ones (rank r holds (r + 1) v) give their mean."""
     r, n = hvd.rank(), hvd.size()
-    if not _power_of_two(n):
-        with pytest.raises(hvd.HvdUnsupportedError, match="power-of-two number of ranks"):
-            hvd.allreduce(np.ones(3, dtype=np.float32), op=hvd.Adasum)
-        return
     orthogonal = np.zeros(2 * n, dtype=np.float32)
     orthogonal[2 * r] = r + 1
     added = hvd.allreduce(orthogonal, op=hvd.Adasum)
@@ -418,7 +415,13 @@ def test_adasum_values_and_refusals(world):
     expected = np.zeros(2 * n, dtype=np.float32)
     expected[0::2] = np.arange(1, n + 1)
     assert np.array_equal(added, expected)
-    assert torch.equal(averaged, same)
+    if _power_of_two(n):
+        assert torch.equal(averaged, same)
+    else:  # weights 1/3, 2/3, ... round in double
+        torch.testing.assert_close(averaged, same, rtol=4e-16, atol=0)
+    v = torch.tensor([0.75, -2.0, 1.5, 3.25], dtype=torch.float64)
+    mean = hvd.allreduce((r + 1) * v, op=hvd.Adasum)
+    torch.testing.assert_close(mean, (n + 1) / 2 * v, rtol=1e-14, atol=0)
     with pytest.raises(hvd.HvdInvalidArgument, match="needs a floating-point input, got int32"):
         hvd.allreduce(np.ones(3, dtype=np.int32), op=hvd.Adasum)
     with pytest.raises(hvd.HvdInvalidArgument, match="no gradient for op Adasum"):
@@ -429,8 +432,6 @@ def test_adasum_distributed_optimizer_converges(world):
     """Linear regression, each rank on its own shard, gradients combined by
     Adasum through DistributedOptimizer(op=hvd.Adasum)."""
     r, n = hvd.rank(), hvd.size()
-    if not _power_of_two(n):
-        pytest.skip("Adasum needs a power-of-two number of ranks")
     g = torch.Generator().manual_seed(5)
     true_w = torch.tensor([[1.5], [-2.0], [0.5]], dtype=torch.float64)
     x = torch.randn(64 * n, 3, generator=g, dtype=torch.float64)

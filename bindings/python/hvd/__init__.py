@@ -35,7 +35,7 @@ from .ops import (grouped_allgather, grouped_allgather_async, grouped_reducescat
                   grouped_reducescatter_async)
 
 # Adaptive summation (docs/python.md): allreduce of floating-point CPU
-# tensors over a power-of-two number of ranks.
+# tensors over any number of ranks.
 Adasum = _c.HVD_OP_ADASUM
 
 __version__ = _c.hvd_version()

@@ -146,9 +146,10 @@ typedef enum hvd_reduce_op {
   HVD_OP_MAX = 3,
   HVD_OP_PRODUCT = 4,
   /* Adaptive summation (Maleki et al. 2020, Horovod's Adasum): allreduce of
-   * float16/bfloat16/float32/float64 CPU tensors over a power-of-two number
-   * of ranks; each tensor is combined pairwise, a + b scaled by how much the
-   * two point the same way (orthogonal: a + b; equal: a). */
+   * float16/bfloat16/float32/float64 CPU tensors over any number of ranks
+   * (Horovod: powers of two only); each tensor is combined pairwise, a + b
+   * scaled by how much the two point the same way (orthogonal: a + b;
+   * equal: a; parallel on every rank: their mean). */
   HVD_OP_ADASUM = 5
 } hvd_reduce_op;
 

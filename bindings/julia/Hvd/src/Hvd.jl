@@ -32,7 +32,7 @@ end
     ReduceOp
 
 The reduction of `allreduce!`: `Sum`, `Average`, `Min`, `Max`, `Product`,
-or `Adasum` (floats, power-of-two ranks).
+or `Adasum` (floats, any number of ranks).
 """
 @enum ReduceOp::Cint begin
     Sum = LibHvd.HVD_OP_SUM
@@ -40,7 +40,7 @@ or `Adasum` (floats, power-of-two ranks).
     Min = LibHvd.HVD_OP_MIN
     Max = LibHvd.HVD_OP_MAX
     Product = LibHvd.HVD_OP_PRODUCT
-    Adasum = LibHvd.HVD_OP_ADASUM   # allreduce of floats, power-of-two ranks
+    Adasum = LibHvd.HVD_OP_ADASUM   # allreduce of floats, any number of ranks
 end
 
 function __init__()

@@ -9,7 +9,7 @@ public enum ReduceOp {
   MIN(hvd_reduce_op.HVD_OP_MIN),
   MAX(hvd_reduce_op.HVD_OP_MAX),
   PRODUCT(hvd_reduce_op.HVD_OP_PRODUCT),
-  /** Adaptive summation (allreduce of float/double over a power-of-two number of ranks). */
+  /** Adaptive summation (allreduce of float/double over any number of ranks). */
   ADASUM(hvd_reduce_op.HVD_OP_ADASUM);
 
   final int code;
