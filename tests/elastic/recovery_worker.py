@@ -144,7 +144,13 @@ def train(state):
             state.save()  # half of commit(): the broadcast never comes
             die()
         t_commit = time.perf_counter()
-        state.commit()
+        try:
+            state.commit()
+        except hvd.elastic.HostsUpdatedInterrupt:
+            if size == 3:  # the replacement joins here
+                with open(os.path.join(workdir, "join_time." + worker), "w") as f:
+                    f.write("%.6f\n" % time.time())
+            raise
         t_commit = time.perf_counter() - t_commit
         with open(os.path.join(workdir, "log." + worker), "a") as f:
             f.write("%d %d %d %d %.6f %.6f %d\n" % (state.step - 1, size, rank,

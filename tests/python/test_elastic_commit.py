@@ -41,6 +41,8 @@ def _net(seed=0):
 def _optimizer(kind, model):
     if kind == "sgd":
         return torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    if kind == "adam":  # 0-d "step" tensors in its state
+        return torch.optim.Adam(model.parameters(), lr=0.01)
     return hvd.DistributedOptimizer(torch.optim.Adam(model.parameters(), lr=0.01),
                                     named_parameters=model.named_parameters())
 
@@ -150,12 +152,14 @@ def test_sync_plan_stream_off(monkeypatch):
     assert plan_for([4, None]) == ("broadcast", [])
 
 
-def test_join_streams_the_commit_without_a_blocking_broadcast(world, monkeypatch):
+# Plain optimizers: only the ranks holding the commit train before the join.
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_join_streams_the_commit_without_a_blocking_broadcast(world, monkeypatch, kind):
     """The last rank is new (no commit); the others hold rank 0's commit."""
     r, n = hvd.rank(), hvd.size()
     new = r == n - 1
     model = _net(seed=100 + r if new else 0)  # the new rank starts elsewhere
-    opt = _optimizer("sgd", model)
+    opt = _optimizer(kind, model)
     sampler = hvd.elastic.ElasticSampler(list(range(30)), shuffle=False)
     state = hvd.elastic.TorchState(model, opt, sampler=sampler, step=0, note="start")
     if not new:
@@ -181,7 +185,7 @@ def test_join_streams_the_commit_without_a_blocking_broadcast(world, monkeypatch
     assert calls == []
     assert sends_left == (1 if r == 0 else 0)
     assert all(torch.equal(everyone[0], everyone[k]) for k in range(n))
-    assert len(opt.state_dict()["state"]) == 4  # momentum received
+    assert len(opt.state_dict()["state"]) == 4  # momentum (Adam: step, moments) received
     assert state.step == 3 and state.note == "after 2" and state._commit_id == 3
     assert sampler.processed_num == 3 * 2 * n
     # The new rank's commit is what it received: restore keeps it.

@@ -114,6 +114,9 @@ def _is_torch_object(value):
 # HVD_P2P_MAX_TAG; this one is hvd's own).
 _STREAM_TAG = 0xE1A57
 
+_P2P_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+               torch.bfloat16, torch.float32, torch.float64, torch.bool)
+
 _copier = []  # the one background thread of asynchronous commits, made on first use
 
 
@@ -276,12 +279,14 @@ class TorchState(ObjectState):
         it); the new ranks receive and load them; the others, which hold
         this commit already, return at once. The structure of the state and
         its small values travel by one broadcast_object. Falls back to the
-        broadcast when a tensor is not a CPU tensor (p2p is CPU only)."""
+        broadcast when a tensor is not a dense CPU tensor of a dtype p2p
+        carries."""
         me = rank()
         manifest, tensors = None, []
         if me == 0:
             specs, tensors = _flatten(self._saved_torch)
-            if all(t.device.type == "cpu" for t in tensors):
+            if all(t.device.type == "cpu" and t.layout == torch.strided and t.dtype in _P2P_DTYPES
+                   for t in tensors):
                 manifest = (specs, self._saved_state)
         manifest = broadcast_object(manifest, root_rank=0, name="hvd.elastic.stream_manifest")
         if manifest is None:
