@@ -11,7 +11,7 @@ Schedule (worker ids are given by hvdrun in start order):
   steps 6-9  the 2 survivors, restored to the commit after step 5;
   step 10    rank 0 adds 127.0.0.1 back; the ranks wait at commits until
              hvdrun starts worker 3 and publishes the new round;
-  steps 10-19 3 workers, worker 3 got the state by broadcast.
+  steps 10-19 3 workers, worker 3 got the state from rank 0 (streamed).
 Each worker appends "step size rank round" for every completed step to
 WORKDIR/log.<worker id>; rank 0 writes WORKDIR/final.json at the end.
 """

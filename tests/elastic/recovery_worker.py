@@ -4,11 +4,14 @@ usage: recovery_worker.py WORKDIR MODEL STEPS KILL_STEP PHASE
   MODEL  small (8x8, float64: exact checks), w64 (64x64 float32) or
          w5000 (5000x5000 float32, 25M parameters + momentum: 200 MB of state)
   PHASE  backward | allreduce | commit | stall | current | ifneeded |
-         ifneeded_step | none
+         ifneeded_step | async | broadcast_join | none
          (current: killed during backward, hvd.elastic.run(resume="current");
          ifneeded: killed with its allreduce submitted, ifneeded_step: killed
          after optimizer.step() before a loss allreduce that every worker runs
-         then, both under hvd.elastic.run(restore="if_needed"))
+         then, both under hvd.elastic.run(restore="if_needed"); async and
+         broadcast_join: killed with its allreduce submitted, run by
+         run_recovery_test.py with HVD_ELASTIC_ASYNC_COMMIT=1 or
+         HVD_ELASTIC_STREAM_JOIN=0)
 
 Linear regression y = x @ W_true with SGD + momentum, committed every step.
 Step s uses the fixed global batch of step s, split evenly among the ranks;
@@ -18,10 +21,13 @@ same parameters. Worker 1 fails at step KILL_STEP (SIGKILL: in the middle of
 backward, with its allreduce submitted, or inside commit(); SIGSTOP: stall).
 The survivors go on at size 3; at step KILL_STEP + 10 they wait at their
 commits for the replacement hvdrun started, which joins with their state.
-Each worker appends "step size rank round time commit_seconds" per
-completed step to
-WORKDIR/log.<id> and writes its final parameters to WORKDIR/final.<id>.pt;
-the victim writes the time of its death to WORKDIR/kill_time.
+Each worker appends "step size rank round time commit_seconds
+broadcasts" per completed step to WORKDIR/log.<id> (broadcasts: how many
+blocking broadcasts of the state, broadcast_parameters and
+broadcast_optimizer_state, it took part in so far), the time it saw the
+replacement's round at the join to WORKDIR/join_time.<id>, and writes its
+final parameters to WORKDIR/final.<id>.pt; the victim writes the time of its
+death to WORKDIR/kill_time.
 """
 import logging
 import os
@@ -32,6 +38,7 @@ import time
 import torch
 
 import hvd.torch as hvd
+import hvd.torch.elastic as torch_elastic
 
 workdir, model_kind, steps, kill_step, phase = sys.argv[1:6]
 STEPS, KILL_STEP = int(steps), int(kill_step)
@@ -68,7 +75,23 @@ def die(how=signal.SIGKILL):
 
 
 # Where the victim dies, per phase.
-KILL_POINT = {"current": "backward", "ifneeded": "allreduce", "ifneeded_step": "step"}
+KILL_POINT = {"current": "backward", "ifneeded": "allreduce", "ifneeded_step": "step",
+              "async": "allreduce", "broadcast_join": "allreduce"}
+
+# Count the blocking broadcasts of the state (sync()'s old path).
+broadcasts = [0]
+
+
+def counted(fn):
+    def call(*args, **kwargs):
+        broadcasts[0] += 1
+        return fn(*args, **kwargs)
+    return call
+
+
+for _name in ("broadcast_parameters", "broadcast_optimizer_state"):
+    if hasattr(torch_elastic, _name):
+        setattr(torch_elastic, _name, counted(getattr(torch_elastic, _name)))
 
 
 def victim_now(p):
@@ -90,7 +113,12 @@ def train(state):
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 time.sleep(0.05)
-                state.check_host_updates()  # raises HostsUpdatedInterrupt
+                try:
+                    state.check_host_updates()
+                except hvd.elastic.HostsUpdatedInterrupt:
+                    with open(os.path.join(workdir, "join_time." + worker), "w") as f:
+                        f.write("%.6f\n" % time.time())
+                    raise
             raise RuntimeError("the replacement did not join within 120 s")
         x, y = batch(state.step, size, rank)
         optimizer.zero_grad()
@@ -116,12 +144,18 @@ def train(state):
             state.save()  # half of commit(): the broadcast never comes
             die()
         t_commit = time.perf_counter()
-        state.commit()
+        try:
+            state.commit()
+        except hvd.elastic.HostsUpdatedInterrupt:
+            if size == 3:  # the replacement joins here
+                with open(os.path.join(workdir, "join_time." + worker), "w") as f:
+                    f.write("%.6f\n" % time.time())
+            raise
         t_commit = time.perf_counter() - t_commit
         with open(os.path.join(workdir, "log." + worker), "a") as f:
-            f.write("%d %d %d %d %.6f %.6f\n" % (state.step - 1, size, rank,
-                                                  hvd.elastic.current_round(), time.time(),
-                                                  t_commit))
+            f.write("%d %d %d %d %.6f %.6f %d\n" % (state.step - 1, size, rank,
+                                                     hvd.elastic.current_round(), time.time(),
+                                                     t_commit, broadcasts[0]))
 
 
 if phase == "current":

@@ -11,9 +11,19 @@ usage: run_recovery_test.py HVDRUN PYTHON CASE [MODEL STEPS [PHASE]]
        hvd.elastic.run(restore="if_needed"), killed with its allreduce
        submitted (the survivors must copy nothing back) or after
        optimizer.step() (they must copy the weight and momentum back).
-  CASE bench MODEL STEPS [PHASE]: prints the step time and the time from the
-       kill to the next completed step on every survivor (MODEL w64 or
-       w5000; PHASE allreduce, the default, or ifneeded).
+  CASE async: as allreduce with TorchState's asynchronous commit
+       (HVD_ELASTIC_ASYNC_COMMIT=1).
+  CASE broadcast_join: as allreduce with the replacement's state sent by
+       the old blocking broadcast (HVD_ELASTIC_STREAM_JOIN=0); every other
+       case checks that the survivors take part in no blocking broadcast
+       after the first sync (the commit is streamed to the replacement).
+  CASE bench MODEL STEPS [PHASE]: prints the step time, the commit time, the
+       time from the kill to the next completed step on every survivor and,
+       when STEPS > 17, the survivors' join step (from seeing the
+       replacement's round to their first completed step with it) (MODEL
+       w64 or w5000; PHASE allreduce, the default, or ifneeded). The
+       environment passes through: HVD_ELASTIC_ASYNC_COMMIT=1,
+       HVD_ELASTIC_STREAM_JOIN=0.
 """
 import os
 import statistics
@@ -53,8 +63,8 @@ def read_log(workdir, worker):
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return [(int(a), int(b), int(c), int(d), float(t), float(c_s))
-                for a, b, c, d, t, c_s in (line.split() for line in f)]
+        return [(int(a), int(b), int(c), int(d), float(t), float(c_s), int(n))
+                for a, b, c, d, t, c_s, n in (line.split() for line in f)]
 
 
 def kill_time(workdir):
@@ -72,6 +82,23 @@ def recovery(workdir, survivors):
         rows = read_log(workdir, w)
         old_round = max(r[3] for r in rows if r[4] <= t0)
         out[w] = min(r[4] for r in rows if r[3] > old_round) - t0
+    return out
+
+
+def join_step(workdir, survivors):
+    """Per survivor: seconds from seeing the replacement's round (at a
+    commit) to its first completed step at size 4: re-initialisation, sync
+    and one step with the replacement."""
+    out = {}
+    for w in survivors:
+        path = os.path.join(workdir, "join_time.%d" % w)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            t0 = float(f.read())
+        done = [r[4] for r in read_log(workdir, w) if r[1] == 4 and r[4] > t0]
+        if done:
+            out[w] = min(done) - t0
     return out
 
 
@@ -100,7 +127,9 @@ def reference(steps):
 
 def case_fault(hvdrun, python, phase):
     steps = 40
-    extra = {"HVD_ELASTIC_LIVENESS_SECONDS": "2"} if phase == "stall" else {}
+    extra = {"stall": {"HVD_ELASTIC_LIVENESS_SECONDS": "2"},
+             "async": {"HVD_ELASTIC_ASYNC_COMMIT": "1"},
+             "broadcast_join": {"HVD_ELASTIC_STREAM_JOIN": "0"}}.get(phase, {})
     with tempfile.TemporaryDirectory() as workdir:
         out = run_job(hvdrun, python, workdir, "small", steps, phase, extra)
         survivors, replacement = [0, 2, 3], 4
@@ -120,6 +149,20 @@ def case_fault(hvdrun, python, phase):
         joined = read_log(workdir, replacement)
         if not joined or joined[0][1] != 4 or joined[-1][0] != steps - 1:
             fail("the replacement's steps: %s" % [r[:4] for r in joined], out)
+        # Blocking broadcasts of the state (parameters, optimizer state):
+        # two at the first sync; at the join two more (old path) or none:
+        # the commit is streamed.
+        want = 4 if phase == "broadcast_join" else 2
+        for w in survivors:
+            if read_log(workdir, w)[-1][6] != want:
+                fail("worker %d took part in %d blocking broadcasts of the state, expected %d" %
+                     (w, read_log(workdir, w)[-1][6], want), out)
+        if joined[-1][6] != (2 if phase == "broadcast_join" else 0):
+            fail("the replacement took part in %d blocking broadcasts" % joined[-1][6], out)
+        streamed = "streaming the commit" in out
+        if streamed == (phase == "broadcast_join"):
+            fail("rank 0 %s the commit to the replacement" %
+                 ("streamed" if streamed else "did not stream"), out)
         finals = {w: torch.load(os.path.join(workdir, "final.%d.pt" % w))
                   for w in survivors + [replacement]}
         for w, f in finals.items():
@@ -161,6 +204,14 @@ def case_bench(hvdrun, python, model, steps, phase):
         print("model %s: step %.3f s, commit %.3f s, recovery (kill to next completed step) "
               "%.3f s (per survivor %s)" % (model, step_time(workdir), commit, max(rec.values()),
                                             {w: round(t, 3) for w, t in rec.items()}))
+        joins = join_step(workdir, [0, 2, 3])
+        if joins:
+            after = [b[4] - a[4] for a, b in zip(read_log(workdir, 0), read_log(workdir, 0)[1:])
+                     if a[1] == b[1] == 4 and a[0] > KILL_STEP + 10]
+            print("join step (replacement's round seen to first step at size 4) %.3f s, then "
+                  "steps of %.3f s (per survivor %s)" % (
+                      max(joins.values()), statistics.median(after) if after else float("nan"),
+                      {w: round(t, 3) for w, t in joins.items()}))
         t0 = kill_time(workdir)
         for line in out.splitlines():
             if line.startswith("hvdrun:"):
@@ -179,7 +230,7 @@ def main():
         case_bench(hvdrun, python, sys.argv[4], int(sys.argv[5]),
                    sys.argv[6] if len(sys.argv) > 6 else "allreduce")
     elif case in ("backward", "allreduce", "commit", "stall", "current", "ifneeded",
-                  "ifneeded_step"):
+                  "ifneeded_step", "async", "broadcast_join"):
         case_fault(hvdrun, python, case)
     else:
         fail("unknown case " + case)

@@ -19,7 +19,9 @@ Start the job with ``hvdrun --min-np A --max-np B --host-discovery-script S``
 
 When a peer is lost, the collectives raise HvdInternalError; ``run`` restores
 the last commit, re-initialises hvd (joining the launcher's next round with
-the survivors), broadcasts the state from rank 0 and calls ``train`` again.
+the survivors), syncs the state from rank 0 (nothing to send when every
+rank holds the same commit; streamed to joining workers) and calls
+``train`` again.
 When hosts were added, ``commit`` raises HostsUpdatedInterrupt on every rank
 at the same step and ``run`` re-initialises without restoring. See
 docs/elastic.md.

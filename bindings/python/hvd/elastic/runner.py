@@ -61,6 +61,12 @@ def run(func=None, *, resume="commit", restore="always"):
         agree = False  # resume="current": compare the survivors' states first
         while True:
             if reset_needed:
+                # A commit's background copy or its transfer to a new worker
+                # must be over before the world they use goes away.
+                try:
+                    state.finish_pending()
+                except _RECOVERABLE as exc:
+                    _log.warning("background work of the last commit failed: %s", exc)
                 try:
                     _reinit()
                 except _RECOVERABLE as exc:

@@ -4,9 +4,12 @@ commit() keeps a copy of the state in memory (on every rank); after a
 failure the survivors restore() that copy, and sync() makes every rank,
 including workers that just joined, equal to rank 0. Every rank counts its
 commits since the last sync; when all ranks of the new world hold the same
-commit (survivors of a failure), sync() broadcasts nothing.
+commit (survivors of a failure), sync() broadcasts nothing; when only new
+workers lack it, subclasses may stream it to them (_stream_state) while the
+others go on.
 """
 import copy
+import os
 import zlib
 
 from ..basics import rank
@@ -80,13 +83,25 @@ class State:
         if self._commit_id is not None:
             self._commit_id += 1
 
+    def finish_pending(self):
+        """Wait for work a commit left running in the background (an
+        asynchronous copy, the commit's transfer to new workers); called by
+        hvd.elastic.run before hvd is shut down and re-initialised."""
+
     def _need_broadcast(self):
-        """Whether sync() must broadcast: False when every rank holds the
-        same commit (survivors that restored it), True otherwise (a new
-        worker, the first sync, or a failure inside commit() that some
-        ranks completed and others not)."""
+        """Whether sync() must send anything (see _sync_plan)."""
+        return self._sync_plan()[0] != "none"
+
+    def _sync_plan(self):
+        """What sync() must do, the same on every rank: ("none", []) when
+        every rank holds the same commit (survivors that restored it);
+        ("stream", new_ranks) when every rank but some new workers (no
+        commit yet) holds rank 0's commit; ("broadcast", []) otherwise (the
+        first sync, or a failure inside commit() that some ranks completed
+        and others not). HVD_ELASTIC_STREAM_JOIN=0 turns "stream" into
+        "broadcast"."""
         ids = allgather_object(self._commit_id, name="hvd.elastic.commit_id")
-        return ids[0] is None or any(i != ids[0] for i in ids)
+        return plan_for(ids)
 
     def keep_current_if_agreed(self):
         """For resume="current": keep the current state when every rank that
@@ -103,6 +118,19 @@ class State:
         elif not kept:
             self.restore()
         return kept
+
+
+def plan_for(ids):
+    """_sync_plan for the gathered commit ids of every rank (None: a rank
+    without a commit)."""
+    if ids[0] is None or any(i is not None and i != ids[0] for i in ids):
+        return "broadcast", []
+    new_ranks = [r for r, i in enumerate(ids) if i is None]
+    if not new_ranks:
+        return "none", []
+    if os.environ.get("HVD_ELASTIC_STREAM_JOIN", "1") == "0":
+        return "broadcast", []
+    return "stream", new_ranks
 
 
 class ObjectState(State):
@@ -134,9 +162,13 @@ class ObjectState(State):
         return zlib.crc32(pickle.dumps(self._values()))
 
     def sync(self):
-        if not self._need_broadcast():
+        plan, new_ranks = self._sync_plan()
+        if plan == "none":
             return
-        self._broadcast_state()
+        if plan == "stream":
+            self._stream_state(new_ranks)
+        else:
+            self._broadcast_state()
         self._commit_id = broadcast_object(self._commit_id or 0, root_rank=0,
                                            name="hvd.elastic.commit_id")
 
@@ -146,6 +178,12 @@ class ObjectState(State):
             self._saved_state = broadcast_object(self._saved_state, root_rank=0,
                                                  name="hvd.elastic.object_state")
             self._restore_values()
+
+    def _stream_state(self, new_ranks):
+        """Give rank 0's last commit to `new_ranks`, whose commit is the only
+        one missing. Subclasses stream large state; plain values are small
+        enough to broadcast."""
+        self._broadcast_state()
 
     def _restore_values(self):
         # Not restore(): subclasses extend restore() with more state, which
