@@ -255,7 +255,8 @@ def summarize_tool(out, prefix, tool, per_launch, w4_prefix=None, impl="hvd"):
         verdict = ("ok" if all(g for _, g in goals) else
                    "MISS: " + "; ".join(n for n, g in goals if not g)) + note
         for k, (h, b, ra) in enumerate(zip(hvd, best, ratios)):
-            per_launch.append("%s,%s,%s,%d,%.6f,%.6f,%.4f" % (tool.split()[0], impl, s, k, h, b, ra))
+            per_launch.append("%s,%s,%s,%d,%.6f,%.6f,%.4f" % (
+                tool.split()[0], impl.replace(",", ""), s, k, h, b, ra))
         for name, good in goals:
             if not good:
                 failures.append("%s %s: %s" % (tool, s, name))

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import hvd.torch as hvd
+from hvd import HvdUnsupportedError
 import hvd.torch.elastic as torch_elastic
 from hvd.elastic.state import plan_for
 
@@ -195,3 +196,28 @@ def test_join_streams_the_commit_without_a_blocking_broadcast(world, monkeypatch
     state.restore()
     again = torch.cat([v.reshape(-1).double() for v in _tensors(model, opt).values()])
     assert torch.equal(again, mine)
+
+
+def test_join_falls_back_to_the_broadcast_where_p2p_is_refused(world, monkeypatch):
+    """HVD_P2P=0: rank 0's sends are refused, and every rank takes the
+    broadcast instead of the new rank waiting for sends that never come."""
+    r, n = hvd.rank(), hvd.size()
+    new = r == n - 1
+    model = _net(seed=100 + r if new else 0)
+    opt = _optimizer("sgd", model)
+    state = hvd.elastic.TorchState(model, opt, step=0)
+    if not new:
+        for i in range(2):
+            _step(model, opt, state, i)
+            state.save()
+        state._commit_id = 2
+
+    def refused(ops):
+        raise HvdUnsupportedError("point to point is off (HVD_P2P=0)")
+    monkeypatch.setattr(torch_elastic, "batch_isend_irecv", refused)
+    state.sync()
+    assert state._sends == []
+    mine = torch.cat([v.reshape(-1).double() for v in _tensors(model, opt).values()])
+    everyone = hvd.allgather(mine.reshape(1, -1))
+    assert all(torch.equal(everyone[0], everyone[k]) for k in range(n))
+    assert state.step == 2 and state._commit_id == 2

@@ -38,6 +38,7 @@ import zlib
 
 import torch
 
+from .._errors import HvdUnsupportedError
 from ..basics import rank, size
 from ..elastic import (HostsUpdatedInterrupt, ObjectState, State, current_round, enabled,
                        hosts_updated, run)
@@ -280,24 +281,29 @@ class TorchState(ObjectState):
         this commit already, return at once. The structure of the state and
         its small values travel by one broadcast_object. Falls back to the
         broadcast when a tensor is not a dense CPU tensor of a dtype p2p
-        carries."""
+        carries, or where point-to-point is off (HVD_P2P=0)."""
         me = rank()
-        manifest, tensors = None, []
+        manifest, tensors, sends = None, [], []
         if me == 0:
             specs, tensors = _flatten(self._saved_torch)
             if all(t.device.type == "cpu" and t.layout == torch.strided and t.dtype in _P2P_DTYPES
                    for t in tensors):
-                manifest = (specs, self._saved_state)
+                # Posted before the others learn of them: a refusal here
+                # (point-to-point off) still leaves everyone the broadcast.
+                try:
+                    sends = [batch_isend_irecv(
+                        [P2POp("send", t, dst, _STREAM_TAG) for t in tensors])[0]
+                        for dst in new_ranks] if tensors else []
+                    manifest = (specs, self._saved_state)
+                except HvdUnsupportedError as e:
+                    _log.info("not streaming the commit: %s", e)
         manifest = broadcast_object(manifest, root_rank=0, name="hvd.elastic.stream_manifest")
         if manifest is None:
             self._broadcast_state()
             return
         specs, values = manifest
         if me == 0:
-            if tensors:
-                self._sends = [
-                    batch_isend_irecv([P2POp("send", t, dst, _STREAM_TAG) for t in tensors])[0]
-                    for dst in new_ranks]
+            self._sends = sends
             _log.info("streaming the commit (%d tensors, %d bytes) to new ranks %s",
                       len(tensors), sum(t.numel() * t.element_size() for t in tensors),
                       new_ranks)
