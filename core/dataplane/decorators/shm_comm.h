@@ -125,6 +125,11 @@ class ShmComm : public ForwardingComm {
                    const Scatter& scatter);
   Status RunShared(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post);
+  struct SharedCall;  // shm_shared.cc
+  Status CheckSharedCounts(int64_t parity, int64_t count);
+  void SharedCopyIn(const SharedCall& c, int64_t k);
+  void SharedReduce(const SharedCall& c, int64_t k);
+  void SharedCopyOut(const SharedCall& c, int64_t k);
   Status ProbePeerReads();
   Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post);

@@ -36,104 +36,122 @@ constexpr int64_t kBlockBytes = 16 << 10;
 
 }  // namespace
 
+// One allreduce of regions: what its rounds share.
+struct ShmComm::SharedCall {
+  const std::vector<DirectRegion>& regions;
+  std::vector<int64_t> starts;  // shm_regions::Starts(regions)
+  int64_t count, es;
+  DataType dt;
+  ReduceOp op;
+  double post;
+  int64_t first = 0, piece = 1;  // round `first` holds elements [0, piece)
+  int64_t base(int64_t k) const { return (k - first) * piece; }
+  int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
+};
+
+// Every member checks every count after the first barrier, before it reads
+// a slot (a member with other rounds would meet the others at the wrong
+// barriers); a table that does not hold its count was published as -1.
+Status ShmComm::CheckSharedCounts(int64_t parity, int64_t count) {
+  for (int r = 0; r < size(); ++r) {
+    const int64_t theirs = __atomic_load_n(&member(r).direct_count[parity], __ATOMIC_RELAXED);
+    if (theirs == count) continue;
+    return Status::Internal(
+        "host-local shared memory: member " + std::to_string(r) +
+        (theirs < 0 ? std::string(" was handed regions that do not hold its element count")
+                    : " allreduces " + std::to_string(theirs) + " elements, this one " +
+                          std::to_string(count)));
+  }
+  return Status::OK();
+}
+
+// A(k): my input of the others' shares into my slot, each at its place.
+void ShmComm::SharedCopyIn(const SharedCall& c, int64_t k) {
+  const int64_t w = c.width(k), es = c.es;
+  uint8_t* mine = slot(k, rank());
+  for (int r = 0; r < size(); ++r) {
+    const Share s = ShareOf(w, size(), r);
+    if (r == rank() || s.n == 0) continue;
+    Walk(c.regions, c.starts, c.base(k) + s.lo, s.n,
+         [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
+           uint8_t* d = mine + (s.lo + to) * es;
+           if (!g.in) return ZeroBuffer(d, m, c.dt);  // joined: zeros
+           std::memcpy(d, At(g.in, at, es), static_cast<size_t>(m * es));
+         });
+  }
+  CountMoved(2 * (w - ShareOf(w, size(), rank()).n) * es);
+}
+
+// C(k): my share, block by block: my input, then each other's slot reduced
+// in, scaled, into my slot and my output.
+void ShmComm::SharedReduce(const SharedCall& c, int64_t k) {
+  const int64_t es = c.es;
+  const Share s = ShareOf(c.width(k), size(), rank());
+  const int64_t block = std::max<int64_t>(1, kBlockBytes / es);
+  for (int64_t b = 0; b < s.n; b += block) {
+    const int64_t m = std::min(block, s.n - b), at0 = c.base(k) + s.lo + b;
+    uint8_t* acc = slot(k, rank()) + (s.lo + b) * es;
+    Walk(c.regions, c.starts, at0, m,
+         [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
+           if (!g.in) return ZeroBuffer(acc + to * es, j, c.dt);
+           std::memcpy(acc + to * es, At(g.in, at, es), static_cast<size_t>(j * es));
+         });
+    for (int r = 0; r < size(); ++r) {
+      if (r != rank()) ReduceInto(acc, slot(k, r) + (s.lo + b) * es, m, c.dt, c.op);
+    }
+    if (c.post != 1.0) ScaleBuffer(acc, m, c.dt, c.post);
+    Walk(c.regions, c.starts, at0, m,
+         [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
+           std::memcpy(At(g.out, at, es), acc + to * es, static_cast<size_t>(j * es));
+         });
+  }
+  // My input and each other's slot read, my slot and output written (the
+  // block's passes within L1 not counted).
+  CountMoved((size() + 2) * s.n * es);
+}
+
+// E(k): the others' results from their slots into my output.
+void ShmComm::SharedCopyOut(const SharedCall& c, int64_t k) {
+  const int64_t w = c.width(k), es = c.es;
+  for (int r = 0; r < size(); ++r) {
+    const Share s = ShareOf(w, size(), r);
+    if (r == rank() || s.n == 0) continue;
+    const uint8_t* theirs = slot(k, r) + s.lo * es;
+    Walk(c.regions, c.starts, c.base(k) + s.lo, s.n,
+         [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
+           std::memcpy(At(g.out, at, es), theirs + to * es, static_cast<size_t>(m * es));
+         });
+  }
+  CountMoved(2 * (w - ShareOf(w, size(), rank()).n) * es);
+}
+
 Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                           ReduceOp op, double post) {
   const auto es = static_cast<int64_t>(DataTypeSize(dt));
-  const int n = size(), me = rank();
-  const std::vector<int64_t> starts = shm_regions::Starts(regions);
-  // Every member checks every count after the first barrier, before it reads
-  // a slot (a member with other rounds would meet the others at the wrong
-  // barriers); a table that does not hold `count` elements counts as -1.
+  SharedCall c{regions, shm_regions::Starts(regions), count, es, dt, op, post};
   const int64_t parity = direct_calls_++ % 2;
-  const int64_t mine = starts.back() == count ? count : -1;
-  __atomic_store_n(&member(me).direct_count[parity], mine, __ATOMIC_RELAXED);
-  auto check_counts = [&]() -> Status {
-    for (int r = 0; r < n; ++r) {
-      const int64_t theirs = __atomic_load_n(&member(r).direct_count[parity], __ATOMIC_RELAXED);
-      if (theirs == count) continue;
-      return Status::Internal(
-          "host-local shared memory: member " + std::to_string(r) +
-          (theirs < 0 ? std::string(" was handed regions that do not hold its element count")
-                      : " allreduces " + std::to_string(theirs) + " elements, this one " +
-                            std::to_string(count)));
-    }
-    return Status::OK();
-  };
+  const int64_t mine = c.starts.back() == count ? count : -1;
+  __atomic_store_n(&member(rank()).direct_count[parity], mine, __ATOMIC_RELAXED);
   if (count == 0 || mine < 0) {
     HVD_RETURN_IF_ERROR(Barrier());
-    return check_counts();
+    return CheckSharedCounts(parity, count);
   }
-
-  const int64_t piece = std::max<int64_t>(1, slot_bytes_ / es);
-  const int64_t first = round_, last = round_ + (count + piece - 1) / piece - 1;
-  auto base = [&](int64_t k) { return (k - first) * piece; };
-  auto width = [&](int64_t k) { return std::min(piece, count - base(k)); };
-
-  auto copy_in = [&](int64_t k) {
-    const int64_t w = width(k);
-    uint8_t* mine = slot(k, me);
-    for (int r = 0; r < n; ++r) {
-      const Share s = ShareOf(w, n, r);
-      if (r == me || s.n == 0) continue;
-      Walk(regions, starts, base(k) + s.lo, s.n,
-           [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
-             uint8_t* d = mine + (s.lo + to) * es;
-             if (!g.in) return ZeroBuffer(d, m, dt);  // joined: zeros
-             std::memcpy(d, At(g.in, at, es), static_cast<size_t>(m * es));
-           });
-    }
-    const Share s = ShareOf(w, n, me);
-    CountMoved(2 * (w - s.n) * es);
-  };
-  auto reduce_mine = [&](int64_t k) {
-    const Share s = ShareOf(width(k), n, me);
-    const int64_t block = std::max<int64_t>(1, kBlockBytes / es);
-    for (int64_t b = 0; b < s.n; b += block) {
-      const int64_t m = std::min(block, s.n - b), at0 = base(k) + s.lo + b;
-      uint8_t* acc = slot(k, me) + (s.lo + b) * es;
-      Walk(regions, starts, at0, m, [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
-        if (!g.in) return ZeroBuffer(acc + to * es, j, dt);
-        std::memcpy(acc + to * es, At(g.in, at, es), static_cast<size_t>(j * es));
-      });
-      for (int r = 0; r < n; ++r) {
-        if (r != me) ReduceInto(acc, slot(k, r) + (s.lo + b) * es, m, dt, op);
-      }
-      if (post != 1.0) ScaleBuffer(acc, m, dt, post);
-      Walk(regions, starts, at0, m, [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
-        std::memcpy(At(g.out, at, es), acc + to * es, static_cast<size_t>(j * es));
-      });
-    }
-    // My input and each other's slot read, my slot and output written (the
-    // block's passes within L1 not counted).
-    CountMoved((n + 2) * s.n * es);
-  };
-  auto copy_out = [&](int64_t k) {
-    const int64_t w = width(k);
-    for (int r = 0; r < n; ++r) {
-      const Share s = ShareOf(w, n, r);
-      if (r == me || s.n == 0) continue;
-      const uint8_t* theirs = slot(k, r) + s.lo * es;
-      Walk(regions, starts, base(k) + s.lo, s.n,
-           [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
-             std::memcpy(At(g.out, at, es), theirs + to * es, static_cast<size_t>(m * es));
-           });
-    }
-    CountMoved(2 * (w - ShareOf(w, n, me).n) * es);
-  };
-
-  copy_in(first);
-  for (int64_t k = first; k <= last; ++k) {
+  c.piece = std::max<int64_t>(1, slot_bytes_ / es);
+  c.first = round_;
+  const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
+  SharedCopyIn(c, c.first);
+  for (int64_t k = c.first; k <= last; ++k) {
     HVD_RETURN_IF_ERROR(Barrier());
-    if (k == first) {
-      HVD_RETURN_IF_ERROR(check_counts());
+    if (k == c.first) {
+      HVD_RETURN_IF_ERROR(CheckSharedCounts(parity, count));
     } else {
-      copy_out(k - 1);
+      SharedCopyOut(c, k - 1);
     }
-    reduce_mine(k);
-    if (k < last) copy_in(k + 1);
+    SharedReduce(c, k);
+    if (k < last) SharedCopyIn(c, k + 1);
   }
   HVD_RETURN_IF_ERROR(Barrier());
-  copy_out(last);
+  SharedCopyOut(c, last);
   round_ = last + 1;
   return Status::OK();
 }
