@@ -221,3 +221,14 @@ def test_join_falls_back_to_the_broadcast_where_p2p_is_refused(world, monkeypatc
     everyone = hvd.allgather(mine.reshape(1, -1))
     assert all(torch.equal(everyone[0], everyone[k]) for k in range(n))
     assert state.step == 2 and state._commit_id == 2
+
+
+def test_elastic_flags_are_spelled_as_the_cores(monkeypatch):
+    from hvd.elastic.state import env_flag
+    for word, value in [("1", True), ("on", True), ("TRUE", True), ("0", False), ("off", False),
+                        ("no", False), ("", False)]:
+        monkeypatch.setenv("HVD_ELASTIC_STREAM_JOIN", word)
+        assert env_flag("HVD_ELASTIC_STREAM_JOIN", True) is value
+    monkeypatch.setenv("HVD_ELASTIC_STREAM_JOIN", "maybe")
+    with pytest.raises(ValueError, match="HVD_ELASTIC_STREAM_JOIN='maybe'"):
+        plan_for([4, None])

@@ -120,6 +120,20 @@ class State:
         return kept
 
 
+def env_flag(name, default):
+    """A boolean environment variable, spelled as the core's are (1, true,
+    yes, on / 0, false, no, off, empty)."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    word = value.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("%s=%r: expected 1/true/yes/on or 0/false/no/off" % (name, value))
+
+
 def plan_for(ids):
     """_sync_plan for the gathered commit ids of every rank (None: a rank
     without a commit)."""
@@ -128,7 +142,7 @@ def plan_for(ids):
     new_ranks = [r for r, i in enumerate(ids) if i is None]
     if not new_ranks:
         return "none", []
-    if os.environ.get("HVD_ELASTIC_STREAM_JOIN", "1") == "0":
+    if not env_flag("HVD_ELASTIC_STREAM_JOIN", True):
         return "broadcast", []
     return "stream", new_ranks
 

@@ -30,7 +30,6 @@ import copy
 import functools
 import logging
 import math
-import os
 import random
 import types
 import weakref
@@ -42,6 +41,7 @@ from .._errors import HvdUnsupportedError
 from ..basics import rank, size
 from ..elastic import (HostsUpdatedInterrupt, ObjectState, State, current_round, enabled,
                        hosts_updated, run)
+from ..elastic.state import env_flag
 from ..objects import broadcast_object
 from ..p2p import P2POp, batch_isend_irecv
 from .functions import broadcast_optimizer_state, broadcast_parameters
@@ -142,7 +142,7 @@ class TorchState(ObjectState):
 
     def __init__(self, model=None, optimizer=None, *, async_commit=None, **kwargs):
         if async_commit is None:
-            async_commit = os.environ.get("HVD_ELASTIC_ASYNC_COMMIT", "0") not in ("", "0")
+            async_commit = env_flag("HVD_ELASTIC_ASYNC_COMMIT", False)
         object.__setattr__(self, "_async_commit", bool(async_commit))
         object.__setattr__(self, "_copying", None)  # the running background copy (a Future)
         object.__setattr__(self, "_sends", [])  # rank 0's handles of a streamed commit
