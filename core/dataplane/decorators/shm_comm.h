@@ -126,7 +126,7 @@ class ShmComm : public ForwardingComm {
   Status RunShared(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post);
   struct SharedCall;  // shm_shared.cc
-  Status CheckSharedCounts(int64_t parity, int64_t count);
+  Status CheckCounts(int64_t parity, int64_t count);
   void SharedCopyIn(const SharedCall& c, int64_t k);
   void SharedReduce(const SharedCall& c, int64_t k);
   void SharedCopyOut(const SharedCall& c, int64_t k);

@@ -82,14 +82,7 @@ Status ShmComm::ExchangeTables(const std::vector<DirectRegion>& regions, int64_t
 
   // Every member checks every count before any reads a table: a member that
   // fails here returns, and its table is gone.
-  for (int r = 0; r < n; ++r) {
-    const int64_t theirs = __atomic_load_n(&member(r).direct_count[parity], __ATOMIC_RELAXED);
-    if (theirs != count) {
-      return Status::Internal(std::string(kWhat) + ": member " + std::to_string(r) +
-                              " allreduces " + std::to_string(theirs) + " elements, this one " +
-                              std::to_string(count));
-    }
-  }
+  HVD_RETURN_IF_ERROR(CheckCounts(parity, count));
   tables_.resize(static_cast<size_t>(n));
   starts->assign(static_cast<size_t>(n), {});
   for (int r = 0; r < n; ++r) {

@@ -49,10 +49,12 @@ struct ShmComm::SharedCall {
   int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
 };
 
-// Every member checks every count after the first barrier, before it reads
-// a slot (a member with other rounds would meet the others at the wrong
-// barriers); a table that does not hold its count was published as -1.
-Status ShmComm::CheckSharedCounts(int64_t parity, int64_t count) {
+// Whether every member allreduces `count` elements in the call of this
+// parity (published in Member::direct_count before a barrier; -1: regions
+// that do not hold the count). Checked before any member reads another's
+// slot or table: a member with other rounds would meet the others at the
+// wrong barriers.
+Status ShmComm::CheckCounts(int64_t parity, int64_t count) {
   for (int r = 0; r < size(); ++r) {
     const int64_t theirs = __atomic_load_n(&member(r).direct_count[parity], __ATOMIC_RELAXED);
     if (theirs == count) continue;
@@ -134,7 +136,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   __atomic_store_n(&member(rank()).direct_count[parity], mine, __ATOMIC_RELAXED);
   if (count == 0 || mine < 0) {
     HVD_RETURN_IF_ERROR(Barrier());
-    return CheckSharedCounts(parity, count);
+    return CheckCounts(parity, count);
   }
   c.piece = std::max<int64_t>(1, slot_bytes_ / es);
   c.first = round_;
@@ -143,7 +145,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   for (int64_t k = c.first; k <= last; ++k) {
     HVD_RETURN_IF_ERROR(Barrier());
     if (k == c.first) {
-      HVD_RETURN_IF_ERROR(CheckSharedCounts(parity, count));
+      HVD_RETURN_IF_ERROR(CheckCounts(parity, count));
     } else {
       SharedCopyOut(c, k - 1);
     }
