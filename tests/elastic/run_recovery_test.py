@@ -154,9 +154,10 @@ def case_fault(hvdrun, python, phase):
         # the commit is streamed.
         want = 4 if phase == "broadcast_join" else 2
         for w in survivors:
-            if read_log(workdir, w)[-1][6] != want:
+            took = read_log(workdir, w)[-1][6]
+            if took != want:
                 fail("worker %d took part in %d blocking broadcasts of the state, expected %d" %
-                     (w, read_log(workdir, w)[-1][6], want), out)
+                     (w, took, want), out)
         if joined[-1][6] != (2 if phase == "broadcast_join" else 0):
             fail("the replacement took part in %d blocking broadcasts" % joined[-1][6], out)
         streamed = "streaming the commit" in out
@@ -206,7 +207,8 @@ def case_bench(hvdrun, python, model, steps, phase):
                                             {w: round(t, 3) for w, t in rec.items()}))
         joins = join_step(workdir, [0, 2, 3])
         if joins:
-            after = [b[4] - a[4] for a, b in zip(read_log(workdir, 0), read_log(workdir, 0)[1:])
+            log0 = read_log(workdir, 0)
+            after = [b[4] - a[4] for a, b in zip(log0, log0[1:])
                      if a[1] == b[1] == 4 and a[0] > KILL_STEP + 10]
             print("join step (replacement's round seen to first step at size 4) %.3f s, then "
                   "steps of %.3f s (per survivor %s)" % (
