@@ -10,8 +10,9 @@
 // wake-up fd, so an idle rank sleeps in the kernel and wakes the moment a
 // message arrives; a channel over MPI has none (MPI cannot wake a sleeping
 // thread), so the loop polls Receive in naps while it expects a message,
-// which costs latency and CPU. Host backends therefore use sockets where
-// every member reaches the coordinator (ControlChannelOptions).
+// which costs latency and CPU, unless it can be woken beside MPI (on one
+// host: MpiChannel's wake sockets). Host backends use sockets where every
+// member reaches the coordinator across hosts (ControlChannelOptions).
 #pragma once
 
 #include <string>
@@ -63,6 +64,9 @@ class ControlChannel {
   virtual void PollFds(std::vector<PollFd>* out) const = 0;
   // True when arrivals are only seen by calling Receive (no descriptors).
   virtual bool needs_polling() const = 0;
+  // True where an answer usually follows a message within microseconds
+  // (shared memory): the loop yields for a moment before it sleeps.
+  virtual bool spin_before_sleep() const { return needs_polling(); }
   // For the log: "TCP, coordinator at 10.0.0.1:4711", "MPI messages, polled".
   virtual std::string description() const = 0;
 

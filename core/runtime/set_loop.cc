@@ -24,15 +24,17 @@ using std::chrono::milliseconds;
 
 // A burst of submissions ends when none came for this long.
 constexpr microseconds kBurstQuiet{10};
-// Polling a channel that cannot wake the loop (MPI): right after activity
-// the loop only yields (a decision usually follows within microseconds),
-// then sleeps in doubling naps up to a cap that grows when the wait is long.
+// Waiting for a message over shared memory (MPI on one host), right after
+// activity the loop only yields (a decision usually follows within
+// microseconds). Then it sleeps until a descriptor wakes it or, polling a
+// channel that cannot wake it (MPI across hosts, or with a send still
+// leaving), in doubling naps up to a cap that grows when the wait is long.
 constexpr microseconds kSpin{50};
 constexpr microseconds kFirstNap{5};
 constexpr microseconds kNapCap{200};
 constexpr microseconds kLongNapCap{1000};
 constexpr milliseconds kLongWait{20};
-// An idle coordinator over MPI still drains its channel this often, so a
+// An idle coordinator polling MPI still drains its channel this often, so a
 // member's shutdown (or a stall report) is answered without local work.
 constexpr milliseconds kIdleTick{100};
 
@@ -338,12 +340,13 @@ Status SetLoop::ApplyDecision(const Decision& d, bool* stop) {
 void SetLoop::Wait() {
   const auto now = Clock::now();
   const bool polling = ps_.channel && ps_.channel->needs_polling();
+  const bool spin = ps_.channel && ps_.channel->spin_before_sleep();
   Clock::duration timeout = Clock::duration::max();
+  if (spin && negotiator_.waiting() && now - last_activity_ < kSpin) {
+    std::this_thread::yield();
+    return;
+  }
   if (polling && negotiator_.waiting()) {
-    if (now - last_activity_ < kSpin) {
-      std::this_thread::yield();
-      return;
-    }
     timeout = nap_;
     const auto cap = now - last_activity_ > kLongWait ? kLongNapCap : kNapCap;
     nap_ = std::min<Clock::duration>(nap_ * 2, cap);

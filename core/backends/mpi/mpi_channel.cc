@@ -9,6 +9,8 @@ namespace hvd {
 namespace {
 
 constexpr int kCloseTagOffset = 16384;
+// How long a rank polls after a wake-up that found no message.
+constexpr std::chrono::milliseconds kWokenPolling{10};
 
 Status MpiError(int rc, const char* what) {
   char msg[MPI_MAX_ERROR_STRING];
@@ -18,37 +20,78 @@ Status MpiError(int rc, const char* what) {
                          std::string(msg, static_cast<size_t>(len)));
 }
 
+// True on every rank when all ranks agree on `ok` (MPI_MIN over ints).
+bool AllAgree(MPI_Comm comm, bool ok) {
+  int v = ok ? 1 : 0;
+  return MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm) == MPI_SUCCESS && v == 1;
+}
+
+// Every rank's wake socket, or none: each rank binds one, rank 0 wakes every
+// member and each member wakes rank 0 (the channel's only routes), and the
+// sockets are kept only if every rank got what was sent to it. Ranks in
+// other network namespaces (containers, the test's namespace hosts) cannot
+// see each other's abstract names, and their channel is polled. Collective.
+std::unique_ptr<WakeSocket> OpenWakeSockets(MPI_Comm comm, uint64_t token) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::unique_ptr<WakeSocket> wake;
+  if (!AllAgree(comm, WakeSocket::Open(token, rank, &wake).ok())) return nullptr;
+  bool sent = true;
+  for (int peer = rank == 0 ? 1 : 0; peer < (rank == 0 ? size : 1); ++peer) {
+    sent = wake->Wake(peer) && sent;
+  }
+  // A datagram is queued at the receiver when sendto returns.
+  if (MPI_Barrier(comm) != MPI_SUCCESS) return nullptr;
+  const int got = wake->Drain();
+  if (!AllAgree(comm, sent && got >= (rank == 0 ? size - 1 : 1))) return nullptr;
+  return wake;
+}
+
 }  // namespace
 
-Status MpiChannel::Create(MPI_Comm comm, std::unique_ptr<ControlChannel>* out) {
+Status MpiChannel::Create(MPI_Comm comm, bool try_wake, std::unique_ptr<ControlChannel>* out) {
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  int rank = 0;
+  int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
   // Any tag in [1, 16383], apart from the last one this process drew; the
   // close handshake uses tag + 16384 (at most 32767, the least MPI_TAG_UB
-  // the standard allows).
-  static thread_local std::mt19937 rng(std::random_device{}());
+  // the standard allows). The token names the channel's wake sockets.
+  static thread_local std::mt19937_64 rng(std::random_device{}());
   static int last = 0;
-  int tag = 0;
+  struct {
+    uint64_t token;
+    int32_t tag;
+    int32_t try_wake;
+  } shared{0, 0, try_wake ? 1 : 0};
   if (rank == 0) {
     do {
-      tag = std::uniform_int_distribution<int>(1, kCloseTagOffset - 1)(rng);
-    } while (tag == last);
-    last = tag;
+      shared.tag = std::uniform_int_distribution<int>(1, kCloseTagOffset - 1)(rng);
+    } while (shared.tag == last);
+    last = shared.tag;
+    shared.token = rng();
   }
-  const int rc = MPI_Bcast(&tag, 1, MPI_INT, 0, comm);
+  const int rc = MPI_Bcast(&shared, sizeof(shared), MPI_BYTE, 0, comm);
   if (rc != MPI_SUCCESS) {
     MPI_Comm_free(&comm);
     return MpiError(rc, "Bcast of the tag");
   }
-  *out = std::make_unique<MpiChannel>(comm, tag);
+  std::unique_ptr<WakeSocket> wake;
+  if (size > 1 && AllAgree(comm, try_wake)) wake = OpenWakeSockets(comm, shared.token);
+  *out = std::make_unique<MpiChannel>(comm, shared.tag, std::move(wake));
   return Status::OK();
 }
 
-MpiChannel::MpiChannel(MPI_Comm comm, int tag) : comm_(comm), tag_(tag) {
+MpiChannel::MpiChannel(MPI_Comm comm, int tag, std::unique_ptr<WakeSocket> wake)
+    : comm_(comm), tag_(tag), wake_(std::move(wake)) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+}
+
+void MpiChannel::PollFds(std::vector<PollFd>* out) const {
+  if (wake_) out->push_back({wake_->fd(), false});
 }
 
 MpiChannel::~MpiChannel() {
@@ -76,7 +119,7 @@ MpiChannel::~MpiChannel() {
 // nothing is in flight either way, and what arrived unread is dropped.
 bool MpiChannel::CloseHandshake(std::chrono::steady_clock::time_point until) {
   auto send_empty = [this](int peer) {
-    sending_.push_back(Outgoing{std::string(), MPI_REQUEST_NULL});
+    sending_.push_back(Outgoing{std::string(), MPI_REQUEST_NULL, peer});
     return MPI_Isend(nullptr, 0, MPI_BYTE, peer, tag_ + kCloseTagOffset, comm_,
                      &sending_.back().request) == MPI_SUCCESS;
   };
@@ -92,7 +135,7 @@ bool MpiChannel::CloseHandshake(std::chrono::steady_clock::time_point until) {
       return false;
     }
     if (!flag) {
-      if (std::chrono::steady_clock::now() > until || !ReapSends().ok()) return false;
+      if (std::chrono::steady_clock::now() > until || !ReapSends(false).ok()) return false;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       continue;
     }
@@ -103,7 +146,7 @@ bool MpiChannel::CloseHandshake(std::chrono::steady_clock::time_point until) {
     if (!send_empty(peer)) return false;
   }
   while (!sending_.empty()) {
-    if (!ReapSends().ok() || std::chrono::steady_clock::now() > until) return false;
+    if (!ReapSends(false).ok() || std::chrono::steady_clock::now() > until) return false;
     if (!sending_.empty()) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   for (;;) {
@@ -128,7 +171,7 @@ Status MpiChannel::Send(int peer, std::string bytes) {
   if (bytes.size() > static_cast<size_t>(INT_MAX)) {
     return Status::Unsupported("a negotiation message exceeds 2^31-1 bytes");
   }
-  sending_.push_back(Outgoing{std::move(bytes), MPI_REQUEST_NULL});
+  sending_.push_back(Outgoing{std::move(bytes), MPI_REQUEST_NULL, peer});
   Outgoing& o = sending_.back();
   const int rc = MPI_Isend(o.bytes.data(), static_cast<int>(o.bytes.size()), MPI_BYTE, peer, tag_,
                            comm_, &o.request);
@@ -137,10 +180,14 @@ Status MpiChannel::Send(int peer, std::string bytes) {
     broken_ = true;
     return MpiError(rc, "Isend");
   }
-  return ReapSends();
+  Status s = ReapSends(false);
+  // After MPI_Isend: the receiver that wakes finds the message (or, where
+  // it has not left yet, is woken again when it completes).
+  if (wake_) wake_->Wake(peer);
+  return s;
 }
 
-Status MpiChannel::ReapSends() {
+Status MpiChannel::ReapSends(bool wake) {
   for (auto it = sending_.begin(); it != sending_.end();) {
     int done = 0;
     const int rc = MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
@@ -148,12 +195,34 @@ Status MpiChannel::ReapSends() {
       broken_ = true;
       return MpiError(rc, "Test");
     }
-    it = done ? sending_.erase(it) : std::next(it);
+    if (!done) {
+      ++it;
+      continue;
+    }
+    if (wake && wake_) wake_->Wake(it->peer);
+    it = sending_.erase(it);
   }
   return Status::OK();
 }
 
 Status MpiChannel::Receive(std::vector<ChannelMessage>* out) {
+  // Read the wake-ups first: one that comes after this is for a message
+  // the probes below may miss, and wakes the loop again.
+  const bool woken = wake_ && wake_->Drain() > 0;
+  const size_t before = out->size();
+  HVD_RETURN_IF_ERROR(ReceiveArrived(out));
+  if (woken && out->size() == before) {
+    // A probe may queue what arrived before it matches it (Open MPI's
+    // ob1): the next one finds it. If even that does not, the message is
+    // still on its way (or the wake-up was for one already read): poll a
+    // while rather than sleep past it.
+    HVD_RETURN_IF_ERROR(ReceiveArrived(out));
+    if (out->size() == before) poll_until_ = std::chrono::steady_clock::now() + kWokenPolling;
+  }
+  return sending_.empty() ? Status::OK() : ReapSends(true);
+}
+
+Status MpiChannel::ReceiveArrived(std::vector<ChannelMessage>* out) {
   for (;;) {
     int flag = 0;
     MPI_Message msg;
@@ -163,7 +232,7 @@ Status MpiChannel::Receive(std::vector<ChannelMessage>* out) {
       broken_ = true;
       return MpiError(rc, "Improbe");
     }
-    if (!flag) break;
+    if (!flag) return Status::OK();
     int count = 0;
     MPI_Get_count(&st, MPI_BYTE, &count);
     ChannelMessage m;
@@ -175,8 +244,8 @@ Status MpiChannel::Receive(std::vector<ChannelMessage>* out) {
       return MpiError(rc, "Mrecv");
     }
     out->push_back(std::move(m));
+    poll_until_ = {};
   }
-  return sending_.empty() ? Status::OK() : ReapSends();
 }
 
 }  // namespace hvd

@@ -269,7 +269,7 @@ Status MpiComm::OpenControlChannel(const ControlChannelOptions& options,
   }
   MPI_Comm dup = MPI_COMM_NULL;
   HVD_RETURN_IF_ERROR(Check(MPI_Comm_dup(comm_, &dup), "Comm_dup (control channel)"));
-  return MpiChannel::Create(dup, out);
+  return MpiChannel::Create(dup, /*try_wake=*/true, out);
 }
 
 }  // namespace hvd
