@@ -67,6 +67,11 @@ class ControlChannel {
   // True where an answer usually follows a message within microseconds
   // (shared memory): the loop yields for a moment before it sleeps.
   virtual bool spin_before_sleep() const { return needs_polling(); }
+  // Around the loop's sleep on PollFds (after a Receive that found
+  // nothing): PrepareToSleep false means a message may be in already, so
+  // the loop looks again instead of sleeping; Awake follows every sleep.
+  virtual bool PrepareToSleep() { return true; }
+  virtual void Awake() {}
   // For the log: "TCP, coordinator at 10.0.0.1:4711", "MPI messages, polled".
   virtual std::string description() const = 0;
 

@@ -358,6 +358,10 @@ void SetLoop::Wait() {
     if (check != Clock::time_point::max()) timeout = std::min(timeout, check - now);
   }
   if (ps_.queue.Sleeping(true)) return;
+  if (ps_.channel && !ps_.channel->PrepareToSleep()) {
+    ps_.queue.Sleeping(false);
+    return;
+  }
   fds_.clear();
   if (ps_.channel) ps_.channel->PollFds(&fds_);
   std::vector<pollfd> p;
@@ -375,6 +379,7 @@ void SetLoop::Wait() {
     ts.tv_nsec = static_cast<long>(ns % 1000000000);
   }
   ::ppoll(p.data(), p.size(), bounded ? &ts : nullptr, nullptr);
+  if (ps_.channel) ps_.channel->Awake();
   ps_.queue.Sleeping(false);
 }
 

@@ -1,6 +1,7 @@
 // The negotiation's channel over MPI (core/backends/mpi/mpi_channel.h) at
 // 2-4 ranks of one host: woken through its wake sockets, so a rank that
-// waits for a message can sleep in poll(); every message arrives whole and
+// waits for a message can sleep in poll(), and only a rank that sleeps is
+// sent a wake-up; every message arrives whole and
 // in order per peer, large ones (beyond MPI's eager limit) included; and
 // where one rank cannot use a wake socket, all ranks fall back to polling
 // together.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/backends/mpi/mpi_channel.h"
+#include "core/backends/mpi/wake_socket.h"
 
 namespace hvd {
 namespace {
@@ -46,16 +48,19 @@ std::unique_ptr<ControlChannel> Open(bool try_wake) {
 // Sleeps as the set's loop does: in poll() on the channel's descriptors
 // when it has them and needs no polling, else in a short nap.
 enum class Slept { kWoken, kTimedOut, kNapped };
-Slept SleepLikeTheLoop(const ControlChannel& ch, int timeout_ms) {
+Slept SleepLikeTheLoop(ControlChannel& ch, int timeout_ms) {
   std::vector<ControlChannel::PollFd> fds;
   ch.PollFds(&fds);
   if (ch.needs_polling() || fds.empty()) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     return Slept::kNapped;
   }
+  if (!ch.PrepareToSleep()) return Slept::kNapped;  // a message is in: look again
   std::vector<pollfd> p;
   for (const auto& f : fds) p.push_back({f.fd, POLLIN, 0});
-  return ::poll(p.data(), p.size(), timeout_ms) > 0 ? Slept::kWoken : Slept::kTimedOut;
+  const int n = ::poll(p.data(), p.size(), timeout_ms);
+  ch.Awake();
+  return n > 0 ? Slept::kWoken : Slept::kTimedOut;
 }
 
 // Receives until `want` messages arrived or `seconds` passed. A sleep that
@@ -71,6 +76,34 @@ std::vector<ChannelMessage> ReceiveN(ControlChannel& ch, size_t want, double sec
     }
   }
   return got;
+}
+
+// Two ranks' wake sockets in this process: a wake-up is sent only to a
+// rank whose flag says it sleeps.
+TEST(WakeSocket, WakesOnlyARankThatSleeps) {
+  const uint64_t token = 0x7e57000000000000ull + static_cast<uint64_t>(Rank());
+  std::unique_ptr<WakeSocket> a, b;
+  ASSERT_TRUE(WakeSocket::Open(token, 0, 2, &a).ok());
+  ASSERT_TRUE(WakeSocket::Open(token, 1, 2, &b).ok());
+  ASSERT_TRUE(a->Introduce());
+  ASSERT_TRUE(b->Introduce());
+  ASSERT_TRUE(a->Introduced());
+  ASSERT_TRUE(b->Introduced());
+  EXPECT_TRUE(a->Wake(1));
+  EXPECT_EQ(b->Drain(), 0) << "woke a rank that does not sleep";
+  b->SetSleeping(true);
+  EXPECT_TRUE(a->Wake(1));
+  EXPECT_TRUE(a->Wake(1));
+  EXPECT_EQ(b->Drain(), 2);
+  b->SetSleeping(false);
+  a->SetSleeping(true);
+  EXPECT_TRUE(b->Wake(0));
+  EXPECT_EQ(a->Drain(), 1);
+  EXPECT_EQ(b->Drain(), 0);
+  // A rank with no socket (another process that has not bound one).
+  std::unique_ptr<WakeSocket> c;
+  ASSERT_TRUE(WakeSocket::Open(token + 1000, 0, 2, &c).ok());
+  EXPECT_FALSE(c->Introduce());
 }
 
 TEST(MpiChannel, SleepsUntilAMessageWakesIt) {

@@ -26,25 +26,22 @@ bool AllAgree(MPI_Comm comm, bool ok) {
   return MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm) == MPI_SUCCESS && v == 1;
 }
 
-// Every rank's wake socket, or none: each rank binds one, rank 0 wakes every
-// member and each member wakes rank 0 (the channel's only routes), and the
-// sockets are kept only if every rank got what was sent to it. Ranks in
-// other network namespaces (containers, the test's namespace hosts) cannot
-// see each other's abstract names, and their channel is polled. Collective.
+// Every rank's wake socket, or none: each rank binds one, rank 0 sends
+// every member a first wake-up with the page of flags and each member
+// sends rank 0 one (the channel's only routes), and the sockets are kept
+// only if every rank got what was sent to it. Ranks in other network
+// namespaces (containers, the test's namespace hosts) cannot see each
+// other's abstract names, and their channel is polled. Collective.
 std::unique_ptr<WakeSocket> OpenWakeSockets(MPI_Comm comm, uint64_t token) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   std::unique_ptr<WakeSocket> wake;
-  if (!AllAgree(comm, WakeSocket::Open(token, rank, &wake).ok())) return nullptr;
-  bool sent = true;
-  for (int peer = rank == 0 ? 1 : 0; peer < (rank == 0 ? size : 1); ++peer) {
-    sent = wake->Wake(peer) && sent;
-  }
-  // A datagram is queued at the receiver when sendto returns.
+  if (!AllAgree(comm, WakeSocket::Open(token, rank, size, &wake).ok())) return nullptr;
+  const bool sent = wake->Introduce();
+  // A datagram is queued at the receiver when sendmsg returns.
   if (MPI_Barrier(comm) != MPI_SUCCESS) return nullptr;
-  const int got = wake->Drain();
-  if (!AllAgree(comm, sent && got >= (rank == 0 ? size - 1 : 1))) return nullptr;
+  if (!AllAgree(comm, wake->Introduced() && sent)) return nullptr;
   return wake;
 }
 
@@ -92,6 +89,26 @@ MpiChannel::MpiChannel(MPI_Comm comm, int tag, std::unique_ptr<WakeSocket> wake)
 
 void MpiChannel::PollFds(std::vector<PollFd>* out) const {
   if (wake_) out->push_back({wake_->fd(), false});
+}
+
+bool MpiChannel::PrepareToSleep() {
+  if (!wake_ || needs_polling()) return true;  // a nap: nobody need wake it
+  wake_->SetSleeping(true);
+  // The last look, after the flag: a message sent before a sender could
+  // see the flag is found here (two probes: see Receive).
+  for (int i = 0; i < 2; ++i) {
+    int flag = 1;
+    MPI_Iprobe(MPI_ANY_SOURCE, tag_, comm_, &flag, MPI_STATUS_IGNORE);
+    if (flag) {
+      wake_->SetSleeping(false);
+      return false;
+    }
+  }
+  return true;
+}
+
+void MpiChannel::Awake() {
+  if (wake_) wake_->SetSleeping(false);
 }
 
 MpiChannel::~MpiChannel() {
