@@ -200,12 +200,3 @@ TEST(MpiChannel, AllRanksPollWhenOneCannotBeWoken) {
 
 }  // namespace
 }  // namespace hvd
-
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  const int rc = RUN_ALL_TESTS();
-  MPI_Finalize();
-  return rc;
-}
