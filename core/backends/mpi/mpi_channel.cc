@@ -60,8 +60,7 @@ Status MpiChannel::Create(MPI_Comm comm, bool try_wake, std::unique_ptr<ControlC
   struct {
     uint64_t token;
     int32_t tag;
-    int32_t try_wake;
-  } shared{0, 0, try_wake ? 1 : 0};
+  } shared{0, 0};
   if (rank == 0) {
     do {
       shared.tag = std::uniform_int_distribution<int>(1, kCloseTagOffset - 1)(rng);

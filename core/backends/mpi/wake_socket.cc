@@ -130,11 +130,12 @@ bool WakeSocket::Wake(int peer) const {
   // The message went out before this load (the fence), so a receiver that
   // raised its flag after it will find the message in its last look.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (Flag(peer)->load(std::memory_order_seq_cst) == 0) return true;
+  if (page_ && Flag(peer)->load(std::memory_order_seq_cst) == 0) return true;
   return Send(peer, -1);
 }
 
 void WakeSocket::SetSleeping(bool sleeping) const {
+  if (!page_) return;
   if (sleeping) slept_ = true;
   Flag(rank_)->store(sleeping ? 1 : 0, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
