@@ -126,19 +126,19 @@ bool WakeSocket::Introduced() {
   return got >= (rank_ == 0 ? size_ - 1 : 1) && page_ != nullptr;
 }
 
+// Both sides use read-modify-writes (full barriers; not fences, which
+// TSan does not model): a sender's read either sees the flag raised or
+// comes before the raise in the flag's order, and then the receiver's
+// last look comes after the sender's message went out.
 bool WakeSocket::Wake(int peer) const {
-  // The message went out before this load (the fence), so a receiver that
-  // raised its flag after it will find the message in its last look.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (page_ && Flag(peer)->load(std::memory_order_seq_cst) == 0) return true;
+  if (page_ && Flag(peer)->fetch_add(0, std::memory_order_seq_cst) == 0) return true;
   return Send(peer, -1);
 }
 
 void WakeSocket::SetSleeping(bool sleeping) const {
   if (!page_) return;
   if (sleeping) slept_ = true;
-  Flag(rank_)->store(sleeping ? 1 : 0, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  Flag(rank_)->exchange(sleeping ? 1 : 0, std::memory_order_seq_cst);
 }
 
 int WakeSocket::Drain() {

@@ -10,9 +10,9 @@
 // A sender pays the system call only when the receiver sleeps: each rank
 // raises a flag in a page the ranks share (rank 0 creates it and hands it
 // to the others over the sockets) before its last look for messages, and
-// a sender reads it after its message is out. With a full fence on both
-// sides, either the receiver's look finds the message or the sender sees
-// the flag (the store-buffering pattern).
+// a sender reads it after its message is out. With a full barrier on both
+// sides (atomic read-modify-writes), either the receiver's look finds the
+// message or the sender sees the flag (the store-buffering pattern).
 #pragma once
 
 #include <atomic>
