@@ -61,8 +61,9 @@ bool SameLayout(const DLTensor* a, const DLTensor* b) {
 }  // namespace
 
 Status ReadOpOptions(const hvd_op_options* in, const char* fn, api::OpOptions* out) {
+  if (!in) return Status::OK();  // *out holds the defaults: the common case, per tensor
   hvd_op_options o = HVD_OP_OPTIONS_INIT;
-  if (in) HVD_RETURN_IF_ERROR(ReadOptions(in, &o, fn));
+  HVD_RETURN_IF_ERROR(ReadOptions(in, &o, fn));
   out->process_set = o.process_set;
   out->prescale = o.prescale_factor;
   out->postscale = o.postscale_factor;

@@ -86,7 +86,8 @@ Status ReadOptions(const T* in, T* out, const char* fn) {
 // The argument conversions below (capi_convert.cc) name what is wrong as
 // "fn: what ...".
 
-// hvd_op_options (may be NULL: the defaults) as api::OpOptions.
+// hvd_op_options as api::OpOptions; NULL leaves *out as it is (callers pass
+// a default-constructed one: the same defaults as HVD_OP_OPTIONS_INIT).
 Status ReadOpOptions(const hvd_op_options* in, const char* fn, api::OpOptions* out);
 // The C callback as an api::Callback (empty when `fn` is NULL).
 api::Callback ToCallback(hvd_callback fn, void* user);

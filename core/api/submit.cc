@@ -26,8 +26,11 @@ Status Submit(std::unique_ptr<TensorEntry>* entries, size_t count, const OpOptio
     e.cuda_stream = o.cuda_stream;
     if (e.request.name.empty()) e.request.name = rt.AutoName(e.request.type, o.process_set);
   }
-  const int64_t id = HandleTable::Global().Add(state);
-  state->set_id(id);
+  // The table takes the caller's reference: every shared_ptr copy is a
+  // locked instruction, and this runs once per submitted tensor.
+  HandleState& st = *state;
+  const int64_t id = HandleTable::Global().Add(std::move(state));
+  st.set_id(id);
   Status s = rt.Submit(entries, count);
   if (!s.ok()) {
     HandleTable::Global().Release(id);

@@ -1,5 +1,6 @@
 #include "core/tensor/handle_state.h"
 
+#include "core/common/futex.h"
 #include "core/common/spin_lock.h"
 
 namespace hvd {
@@ -18,16 +19,15 @@ bool HandleState::Finish(const Status& s, bool* wake, Callback* cb) {
   if (callback_) *cb = std::move(callback_);
   // seq_cst with Wait's increment of waiters_ and its read of done_: either
   // the waiter sees done_, or this sees the waiter.
-  done_.store(true, std::memory_order_seq_cst);
+  done_.store(1, std::memory_order_seq_cst);
   *wake = waiters_.load(std::memory_order_seq_cst) > 0;
   return true;
 }
 
 void HandleState::WakeWaiters() {
-  // Through the lock: a waiter between its check of done_ and its sleep
-  // holds it, so the notification cannot fall in between.
-  { std::lock_guard<std::mutex> lock(mu_); }
-  cv_.notify_all();
+  // A waiter between its check of done_ and its sleep does not sleep: the
+  // kernel compares the word with 0 first.
+  FutexWakeAll(done_word(), /*shared=*/false);
 }
 
 void HandleState::Complete(const Status& s) {
@@ -88,14 +88,20 @@ Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {
   // The common case after a batch: done already, no lock, no deadline.
   if (done_.load(std::memory_order_acquire)) return status_;
   if (poller_ && timeout_ms != 0 && WaitPolling()) return status_;
-  std::unique_lock<std::mutex> lock(mu_);
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   bool finished = true;
-  if (timeout_ms < 0) {
-    cv_.wait(lock, [this] { return done_.load(); });
-  } else {
-    finished =
-        cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return done_.load(); });
+  while (!done_.load(std::memory_order_seq_cst)) {
+    int64_t left_ns = -1;
+    if (timeout_ms >= 0) {
+      left_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(until - Clock::now()).count();
+      if (left_ns <= 0) {
+        finished = done_.load(std::memory_order_acquire);
+        break;
+      }
+    }
+    FutexWait(done_word(), 0, left_ns, /*shared=*/false);
   }
   waiters_.fetch_sub(1, std::memory_order_relaxed);
   if (!finished) {

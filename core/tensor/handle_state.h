@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,17 +93,18 @@ class HandleState {
   bool WaitPolling();
   // Wakes the threads blocked in Wait.
   void WakeWaiters();
+  uint32_t* done_word() { return reinterpret_cast<uint32_t*>(&done_); }
 
-  std::mutex mu_;  // for Wait's sleep and for errors
-  std::condition_variable cv_;
+  std::mutex mu_;  // for errors
   // Tensors still to complete. The completion that takes it to zero
   // finishes the state; any past zero (a tensor the watchdog failed, then
   // the loop finished) is ignored.
   std::atomic<int> pending_;
   int64_t id_ = 0;
-  // Set after status_, which is final from then on: readers that see it
-  // true (acquire) read status_ without the lock.
-  std::atomic<bool> done_{false};
+  // 1 once status_ is final: readers that see it (acquire) read status_
+  // without the lock. Waiters sleep on it as a futex word: a condition
+  // variable would cost every state a locked instruction when destroyed.
+  std::atomic<uint32_t> done_{0};
   std::atomic<int> waiters_{0};  // threads blocked in Wait (skip futile wake-ups)
   std::atomic<bool> failed_{false};
   Status error_;   // the first error (under mu_)

@@ -12,7 +12,7 @@
 #include "core/common/reduce.h"
 #include "core/common/spin_lock.h"
 #include "core/common/traffic.h"
-#include "core/dataplane/decorators/futex.h"
+#include "core/common/futex.h"
 
 namespace hvd {
 namespace {
