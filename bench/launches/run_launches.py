@@ -138,7 +138,7 @@ class Runner:
                     [os.path.join(a.build, "bin", "hvdrun"), "-np", "2"])
         big = launcher + wrap([bench, "--workloads", ",".join(a.large), "--iters", str(a.iters),
                              "--warmup", str(a.warmup), "--csv", os.path.join(out, "c_%02d.csv" % i)]
-                            + common, "c_%02d" % i)
+                            + common + (["--paired"] if a.paired else []), "c_%02d" % i)
         small = launcher + wrap([bench, "--workloads", "W4", "--csv",
                                os.path.join(out, "c_w4_%02d.csv" % i)] + common, "c_w4_%02d" % i)
         return self.run(big, "c_%02d" % i) + self.run(small, "c_w4_%02d" % i)
@@ -189,9 +189,10 @@ def dist(values):
     return "%s / %s / %s" % (fmt(min(values)), fmt(statistics.median(values)), fmt(max(values)))
 
 
-def summarize_tool(out, prefix, tool, per_launch, w4_prefix=None, impl="hvd"):
+def summarize_tool(out, prefix, tool, per_launch, w4_prefix=None, impl="hvd", paired=False):
     """Per set: hvd (its row `impl`), best raw (same launch), ratio, spread
-    over launches."""
+    over launches. `paired`: hvd_bench's '(paired)' rows, hvd and raw timed
+    iteration by iteration in turn; otherwise those rows are left out."""
     files = sorted(f for f in os.listdir(out) if f.startswith(prefix) and f.endswith(".csv")
                    and (w4_prefix is None or not f.startswith(w4_prefix)))
     if not files:
@@ -223,8 +224,10 @@ def summarize_tool(out, prefix, tool, per_launch, w4_prefix=None, impl="hvd"):
             rows = d.get(s, {})
             if impl not in rows:
                 continue
-            raw_b = [v for k, v in rows.items() if k.startswith("best raw") and "idle" not in k]
-            raw_i = [v for k, v in rows.items() if k.startswith("best raw") and "idle" in k]
+            best_rows = {k: v for k, v in rows.items()
+                         if k.startswith("best raw") and ("(paired)" in k) == paired}
+            raw_b = [v for k, v in best_rows.items() if "idle" not in k]
+            raw_i = [v for k, v in best_rows.items() if "idle" in k]
             hvd.append(rows[impl])
             if raw_b:
                 b = min(raw_b + raw_i)
@@ -283,6 +286,10 @@ def summarize(out):
                            w4_prefix="c_w4_", impl="hvd, in place")
     fails += summarize_tool(out, "c_", "C API (hvd_bench, out of place)", per_launch,
                             w4_prefix="c_w4_")
+    # With --paired: hvd in place and the in-place raw patterns iteration by
+    # iteration, in turn ("raw before init" is then the paired raw).
+    fails += summarize_tool(out, "c_", "C API (hvd_bench --paired, in place)", per_launch,
+                            w4_prefix="c_w4_", impl="hvd, in place (paired)", paired=True)
     fails += summarize_tool(out, "torch_", "torch (launch_bench.py)", per_launch)
     with open(os.path.join(out, "per_launch.csv"), "w") as f:
         f.write("\n".join(per_launch) + "\n")
@@ -310,6 +317,9 @@ def main():
                    help="Python binding: hvd.torch (default) or horovod.torch")
     p.add_argument("--pythonpath", help="prepended to PYTHONPATH for the Python run "
                    "(e.g. /work/horovod-install with --module horovod.torch)")
+    p.add_argument("--paired", action="store_true",
+                   help="hvd_bench --paired on the large sets: hvd and the raw patterns also "
+                        "timed iteration by iteration, in turn (a third table)")
     p.add_argument("--perf", action="store_true",
                    help="run each hvd_bench rank under perf stat (OUT_DIR/perf_*.rankN)")
     p.add_argument("--what", choices=["both", "c", "torch"], default="both")

@@ -26,6 +26,7 @@
 #include "tools/hvd_bench/fail.h"
 #include "tools/hvd_bench/hvd_ops.h"
 #include "tools/hvd_bench/options.h"
+#include "tools/hvd_bench/paired.h"
 #include "tools/hvd_bench/raw_baseline.h"
 #include "tools/hvd_bench/report.h"
 #include "tools/hvd_bench/timing.h"
@@ -89,6 +90,11 @@ class Bench {
                const std::vector<Series>& before, const Series& best,
                const std::vector<Series>& hvds, const std::vector<Series>& idle,
                const Series& best_idle);
+  // --paired: one round of hvd in place and the in-place raw patterns in
+  // turn; series [0] is hvd, then one per pattern, then their best.
+  void TimePairedRound(const Workload& wl, Buffers& b, std::vector<hvd_handle>& handles,
+                       const std::vector<RawPattern>& in_place, std::vector<Series>* paired);
+  void AddPairedRows(const Workload& wl, const std::vector<Series>& paired);
   Row MakeRow(const Workload& wl, const Series& s, double best_raw) const;
   std::string RawImpl(const char* what) const {
     return std::string(what) + " " + BackendName(planned_);
@@ -191,6 +197,34 @@ void Bench::AddRows(const Workload& wl, const std::vector<RawPattern>& patterns,
   }
 }
 
+void Bench::TimePairedRound(const Workload& wl, Buffers& b, std::vector<hvd_handle>& handles,
+                            const std::vector<RawPattern>& in_place, std::vector<Series>* paired) {
+  std::vector<PairedImpl> impls{{"hvd", [&] { HvdIteration(b, handles, true); }, true}};
+  for (RawPattern p : in_place) {
+    impls.push_back({PatternName(p), [&, p] { RunPattern(*raw_, p, b, chunks_); }, true});
+  }
+  const std::vector<double> ms = TimePaired(wl, b, size_, &impls, [&] { raw_->Barrier(); });
+  std::vector<Series>& v = *paired;
+  double best = -1;
+  for (size_t i = 0; i < impls.size(); ++i) {
+    v[i].ms.push_back(ms[i]);
+    v[i].ok = v[i].ok && impls[i].ok;
+    if (i > 0 && (best < 0 || ms[i] < best)) best = ms[i];
+  }
+  v.back().ms.push_back(best);
+}
+
+void Bench::AddPairedRows(const Workload& wl, const std::vector<Series>& paired) {
+  if (paired.empty()) return;
+  const double best = Summarize(paired.back().ms).median;
+  for (const Series& s : paired) {
+    Row r = MakeRow(wl, s, best);
+    r.note = "ratio to the best paired raw";
+    all_ok_ = all_ok_ && r.ok;
+    rows_.push_back(std::move(r));
+  }
+}
+
 void Bench::RunWorkload(const Workload& wl, bool last_workload) {
   if (!raw_ && !hvd_is_initialized()) StartHvd();  // the rank comes from hvd
   Buffers b(wl, args_.gap, args_.in_place, rank_);
@@ -208,6 +242,18 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
   // they also run in place, in place on the output.
   std::vector<Series> hvds{Series{"hvd", {}, true, {}}};
   if (b.has_output()) hvds.push_back(Series{"hvd, in place", {}, true, {}});
+  std::vector<RawPattern> in_place;
+  std::vector<Series> paired;
+  if (args_.paired && raw_idle_ && b.has_output()) {
+    for (RawPattern p : patterns) {
+      if (InPlace(p)) in_place.push_back(p);
+    }
+    paired.push_back(Series{"hvd, in place (paired)", {}, true, {}});
+    for (RawPattern p : in_place) {
+      paired.push_back(Series{RawImpl("raw") + " " + PatternName(p) + " (paired)", {}, true, {}});
+    }
+    paired.push_back(Series{RawImpl("best raw") + " (paired)", {}, true, {}});
+  }
 
   // Times every raw pattern once into `series` and their minimum into `min`.
   auto time_patterns = [&](std::vector<Series>& series, Series& min) {
@@ -238,12 +284,14 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
       b.set_output_starts_as_input(false);
     }
     if (raw_idle_) time_patterns(idle, best_idle);
+    if (!paired.empty()) TimePairedRound(wl, b, handles, in_place, &paired);
     // Shut down so that the next round's raw figures are again without hvd;
     // the last one stays up for --idle and the gathering of results.
     const bool last = last_workload && round + 1 == args_.rounds;
     if (raw_timing_ && !last) Check(hvd_shutdown(), "hvd_shutdown");
   }
   AddRows(wl, patterns, before, best, hvds, idle, best_idle);
+  AddPairedRows(wl, paired);
   if (rank_ == 0) {
     std::fprintf(stderr, "hvd_bench: %s done (%zu tensors, %s, %d rounds of %d+%d iterations)\n",
                  wl.name.c_str(), wl.counts.size(), FormatBytes(wl.bytes()).c_str(), args_.rounds,

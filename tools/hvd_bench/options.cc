@@ -98,6 +98,10 @@ void Usage(FILE* f) {
                "                     fusion-buffer copies; N > 0 measures the copying path)\n"
                "  --in-place         reduce each tensor in place (one buffer, as a training\n"
                "                     step does; implies --no-raw)\n"
+               "  --paired           also time hvd in place and the raw patterns in place\n"
+               "                     iteration by iteration, in turn, with hvd initialised:\n"
+               "                     rows '(paired)', whose ratio is to the best paired raw\n"
+               "                     pattern, measured on the same machine at the same time\n"
                "  --backend B        mpi, gloo or auto (default: what the launcher gives,\n"
                "                     MPI under mpirun, Gloo under hvdrun); sets\n"
                "                     HVD_CONTROLLER and HVD_CPU_OPERATIONS; the raw\n"
@@ -161,6 +165,8 @@ Args ParseArgs(int argc, char** argv) {
     } else if (f == "--in-place") {
       a.in_place = true;
       a.raw = false;
+    } else if (f == "--paired") {
+      a.paired = true;
     } else if (f == "--backend") {
       a.backend = value();
       if (a.backend != "auto" && a.backend != "mpi" && a.backend != "gloo") {

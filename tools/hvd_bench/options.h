@@ -23,6 +23,7 @@ struct Args {
   bool raw = true;                        // run the raw baselines
   int gap = 0;                            // float elements between consecutive tensors
   bool in_place = false;                  // outputs are the inputs
+  bool paired = false;                    // also time hvd and raw iteration by iteration
   double idle_seconds = 0;                // --idle: > 0
   std::string backend = "auto";           // mpi, gloo or auto
   bool help = false;
