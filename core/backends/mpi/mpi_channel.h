@@ -51,8 +51,10 @@ class MpiChannel : public ControlChannel {
   // A send that has not completed needs this rank's MPI calls to progress;
   // a wake-up that found no message yet, a few more looks.
   bool needs_polling() const override {
-    return size_ > 1 &&
-           (!wake_ || !sending_.empty() || std::chrono::steady_clock::now() < poll_until_);
+    // The clock only while a wake-up found nothing (poll_until_ is set).
+    return size_ > 1 && (!wake_ || !sending_.empty() ||
+                         (poll_until_ != std::chrono::steady_clock::time_point{} &&
+                          std::chrono::steady_clock::now() < poll_until_));
   }
   bool spin_before_sleep() const override { return size_ > 1; }
   bool PrepareToSleep() override;

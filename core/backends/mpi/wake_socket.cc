@@ -135,7 +135,7 @@ bool WakeSocket::Wake(int peer) const {
   return Send(peer, -1);
 }
 
-void WakeSocket::SetSleeping(bool sleeping) const {
+void WakeSocket::SetSleeping(bool sleeping) {
   if (!page_) return;
   if (sleeping) slept_ = true;
   Flag(rank_)->exchange(sleeping ? 1 : 0, std::memory_order_seq_cst);

@@ -48,7 +48,7 @@ class WakeSocket {
   // has no socket here (or it is gone); a full queue counts as delivered.
   bool Wake(int peer) const;
   // Raised before this rank's last look for messages and its sleep.
-  void SetSleeping(bool sleeping) const;
+  void SetSleeping(bool sleeping);
   // Reads every queued wake-up, if this rank slept since the last call
   // (only a sleeper is sent any); returns how many there were.
   int Drain();
@@ -63,8 +63,8 @@ class WakeSocket {
   uint64_t token_;
   int rank_;
   int size_;
-  void* page_ = nullptr;       // the flags, one cache line per rank
-  mutable bool slept_ = true;  // a wake-up may be queued (from Introduce too)
+  void* page_ = nullptr;  // the flags, one cache line per rank
+  bool slept_ = true;     // a wake-up may be queued (from Introduce too)
 };
 
 }  // namespace hvd
