@@ -9,10 +9,10 @@
 #include <cstring>
 
 #include "core/backends/tcp/tcp_link.h"
+#include "core/common/futex.h"
 #include "core/common/reduce.h"
 #include "core/common/spin_lock.h"
 #include "core/common/traffic.h"
-#include "core/common/futex.h"
 
 namespace hvd {
 namespace {
