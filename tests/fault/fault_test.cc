@@ -237,6 +237,11 @@ int Stop(int victim, bool mid) {
   }
   if (s == HVD_OK) s = hvd_wait(h, 120000);
   Report("stalled", s, t0);
+  // Every survivor reaches its own verdict at its watchdog's next look (up
+  // to a period apart, later under load); one that left at once would close
+  // its connections first, and the others would report that instead of the
+  // stopped rank this test is about. ("end" covers leaving at once.)
+  std::this_thread::sleep_for(std::chrono::seconds(2));
   // The collective may never return (MPI): leave without hvd_shutdown.
   std::_Exit(3);
 }
