@@ -199,10 +199,9 @@ void Bench::AddRows(const Workload& wl, const std::vector<RawPattern>& patterns,
 
 void Bench::TimePairedRound(const Workload& wl, Buffers& b, std::vector<hvd_handle>& handles,
                             const std::vector<RawPattern>& in_place, std::vector<Series>* paired) {
-  std::vector<PairedImpl> impls{{"hvd", [&] { HvdIteration(b, handles, true); }, true}};
-  for (RawPattern p : in_place) {
-    impls.push_back({PatternName(p), [&, p] { RunPattern(*raw_, p, b, chunks_); }, true});
-  }
+  std::vector<PairedImpl> impls{{[&] { HvdIteration(b, handles, true); }, true}};
+  for (RawPattern p : in_place)
+    impls.push_back({[&, p] { RunPattern(*raw_, p, b, chunks_); }, true});
   const std::vector<double> ms = TimePaired(wl, b, size_, &impls, [&] { raw_->Barrier(); });
   std::vector<Series>& v = *paired;
   double best = -1;

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <functional>
-#include <string>
 #include <vector>
 
 #include "tools/hvd_bench/buffers.h"
@@ -16,7 +15,6 @@ namespace hvdbench {
 
 // One iteration, in place on the output buffer (which starts as the input).
 struct PairedImpl {
-  std::string name;
   std::function<void()> run;
   bool ok = true;  // cleared when its checked iteration was wrong
 };
