@@ -23,8 +23,9 @@ std::vector<double> TimePaired(const Workload& wl, Buffers& b, int size,
   std::vector<std::vector<double>> times(n);
   for (int it = 0; it < wl.warmup + wl.iters; ++it) {
     // Forward on even rounds, backward on odd ones: each implementation
-    // follows each other one as often (what ran before can leave the caches
-    // or the core in a state that favours or hurts the next).
+    // follows both its neighbours in the order, not always the same one
+    // (what ran before can leave the caches or the core in a state that
+    // favours or hurts the next).
     const size_t start = static_cast<size_t>(it) % n;
     for (size_t j = 0; j < n; ++j) {
       const size_t i = it % 2 == 0 ? (start + j) % n : (start + n - j) % n;
