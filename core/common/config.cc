@@ -187,13 +187,24 @@ Status Config::FromEnvironment(Config* out) {
   return Status::OK();
 }
 
-int64_t HostLocalChunkBytes() {
+namespace {
+
+int64_t L2CacheBytes() {
   int64_t l2 = 0;
 #ifdef _SC_LEVEL2_CACHE_SIZE
   l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-  if (l2 <= 0) l2 = int64_t{1} << 20;  // unknown: a common 1 MiB
-  return std::min<int64_t>(std::max<int64_t>(l2 / 2, int64_t{256} << 10), int64_t{4} << 20);
+  return l2 > 0 ? l2 : int64_t{1} << 20;  // unknown: a common 1 MiB
+}
+
+}  // namespace
+
+int64_t HostLocalChunkBytes() {
+  return std::clamp<int64_t>(L2CacheBytes() / 2, int64_t{256} << 10, int64_t{4} << 20);
+}
+
+int64_t SharedRoundBytes() {
+  return std::clamp<int64_t>(L2CacheBytes() / 8, int64_t{64} << 10, int64_t{1} << 20);
 }
 
 }  // namespace hvd

@@ -40,6 +40,14 @@ enum class CrossTransport { kAuto, kTcp, kBackend };
 // (docs/benchmarks.md); across hosts, per-call latency favours 4 MiB.
 int64_t HostLocalChunkBytes();
 
+// The round of an allreduce through host-local shared memory: an eighth of
+// the L2 cache, within [64 KiB, 1 MiB]. Between two barriers a member
+// touches about three rounds' worth (the last round's results copied out,
+// this round's share reduced, the next round copied in); kept within L2,
+// the others read its slot from its cache rather than from memory (1 MiB
+// rounds ran 5-10% slower on 2 MiB of L2: docs/benchmarks.md).
+int64_t SharedRoundBytes();
+
 struct Config {
   int64_t fusion_threshold_bytes = 128LL * 1024 * 1024;  // 0 disables fusion
   double cycle_time_ms = 1.0;

@@ -276,6 +276,8 @@ TEST(Config, AllreduceChunkDefaultsAndOverride) {
   const int64_t local = HostLocalChunkBytes();
   EXPECT_GE(local, 256LL << 10);
   EXPECT_LE(local, 4LL << 20);
+  // Shared memory's rounds: a quarter of that chunk (an eighth of L2).
+  EXPECT_EQ(SharedRoundBytes(), std::clamp<int64_t>(local / 4, 64LL << 10, 1LL << 20));
   setenv("HVD_ALLREDUCE_CHUNK_BYTES", "0", 1);
   Config d;
   ASSERT_TRUE(Config::FromEnvironment(&d).ok());

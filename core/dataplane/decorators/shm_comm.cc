@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/backends/tcp/tcp_link.h"
+#include "core/common/config.h"
 #include "core/common/futex.h"
 #include "core/common/reduce.h"
 #include "core/common/spin_lock.h"
@@ -75,10 +76,14 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
   auto seg = std::make_unique<ShmSegment>();
   const Status s = MapSegment(c, bytes, seg.get());
   if (s.ok()) reinterpret_cast<Member*>(seg->data())[c.rank()].pid = ::getpid();
-  int32_t ok = s.ok() ? 1 : 0;
-  HVD_RETURN_IF_ERROR(c.Allreduce({&ok, 1, DataType::kInt32, ReduceOp::kMin}));
+  // Every member must cut an allreduce into the same rounds, whatever its
+  // own core's cache says (hybrid CPUs): the smallest round wins.
+  const int64_t round =
+      std::min(slot_bytes, std::max<int64_t>(64 * size, SharedRoundBytes() / 64 * 64));
+  int64_t agreed[2] = {s.ok() ? 1 : 0, round};
+  HVD_RETURN_IF_ERROR(c.Allreduce({agreed, 2, DataType::kInt64, ReduceOp::kMin}));
   seg->Unlink();  // everyone who could has mapped it (no-op where not the creator)
-  if (!ok) {
+  if (!agreed[0]) {
     *why = s.ok() ? "another member of the host could not map the segment" : s.message();
     return Status::OK();
   }
@@ -90,17 +95,19 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
     const int32_t pid = reinterpret_cast<Member*>(seg->data())[r].pid;
     pids = pids && pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
   }
-  *out = std::make_unique<ShmComm>(std::move(backend), std::move(seg), slot_bytes, timeout_s, pids);
+  *out = std::make_unique<ShmComm>(std::move(backend), std::move(seg), slot_bytes, agreed[1],
+                                   timeout_s, pids);
   // Reading a peer needs its pid: not across pid namespaces.
   if (peer_reads && pids) HVD_RETURN_IF_ERROR((*out)->ProbePeerReads());
   return Status::OK();
 }
 
 ShmComm::ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment,
-                 int64_t slot_bytes, double timeout_s, bool check_pids)
+                 int64_t slot_bytes, int64_t round_bytes, double timeout_s, bool check_pids)
     : ForwardingComm(std::move(backend)),
       segment_(std::move(segment)),
       slot_bytes_(slot_bytes),
+      round_bytes_(round_bytes),
       timeout_s_(timeout_s),
       check_pids_(check_pids),
       spin_(SpinBudget(size())) {}
@@ -214,7 +221,7 @@ Status ShmComm::DoAllreduce(const AllreduceOptions& a) {
 Status ShmComm::RunRounds(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
                           const Scatter& scatter) {
   const int64_t es = static_cast<int64_t>(DataTypeSize(dt));
-  const int64_t piece = slot_bytes_ / es;
+  const int64_t piece = round_bytes_ / es;
   for (int64_t off = 0; off < count; off += piece, ++round_) {
     const int64_t n = std::min(piece, count - off);
     HVD_RETURN_IF_ERROR(gather(off, n, slot(round_, rank())));

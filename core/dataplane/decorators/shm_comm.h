@@ -11,7 +11,7 @@
 // last read; an allreduce reads one set while it writes the next).
 //
 // An allreduce given the tensors where they lie (regions, or in and out)
-// goes in rounds of a slot's worth of elements, one barrier each: every
+// goes in cache-sized rounds (at most a slot), one barrier each: every
 // member copies into its slot the elements the others reduce, reduces its
 // own share from its input and the others' slots into its output and its
 // slot, and copies the others' results out (shm_shared.cc). Given gather
@@ -64,7 +64,7 @@ class ShmComm : public ForwardingComm {
   static constexpr int64_t kDirectMinBytes = 1 << 20;
 
   ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment, int64_t slot_bytes,
-          double timeout_s, bool check_pids);
+          int64_t round_bytes, double timeout_s, bool check_pids);
 
   // Whether allreduces of regions from kDirectMinBytes read the peers' inputs.
   bool peer_reads() const { return peer_reads_; }
@@ -143,6 +143,7 @@ class ShmComm : public ForwardingComm {
 
   std::unique_ptr<ShmSegment> segment_;
   int64_t slot_bytes_;
+  int64_t round_bytes_;  // an allreduce's round: cache-sized, at most a slot
   double timeout_s_;
   bool check_pids_;                // peers' pids are visible here (one pid namespace)
   std::chrono::nanoseconds spin_;  // how long a barrier spins before it sleeps

@@ -2,8 +2,8 @@
 // slots: each member copies into its slot only what the others reduce, and
 // reduces its own share straight from its input into its output.
 //
-// Round k works on the next `piece` elements (a slot's worth), cut into one
-// share per member. Member r:
+// Round k works on the next `piece` elements (SharedRoundBytes: cache-sized,
+// within a slot), cut into one share per member. Member r:
 //   A(k): copies its input of the others' shares into its slot, each at the
 //         share's place;
 //   C(k): reduces its own share, from its input where it lies and the
@@ -138,7 +138,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     HVD_RETURN_IF_ERROR(Barrier());
     return CheckCounts(parity, count);
   }
-  c.piece = std::max<int64_t>(1, slot_bytes_ / es);
+  c.piece = std::max<int64_t>(1, round_bytes_ / es);
   c.first = round_;
   const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
   SharedCopyIn(c, c.first);

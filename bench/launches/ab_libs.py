@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""ab_libs: two builds of libhvd, launch by launch in turn (A B B A ...),
+each launch `hvd_bench --paired --rounds 1` at np=2 under mpirun; prints,
+per set, the paired ratio (hvd in place / best in-place raw pattern of the
+same launch) as min / median / max over the launches of each build.
+
+    /usr/bin/python3 bench/launches/ab_libs.py --a OLD_LIBDIR --b build/capi -n 6
+
+A library directory is put first on LD_LIBRARY_PATH (it wins over
+hvd_bench's RUNPATH). Each launch's CSV and output stay in --out.
+"""
+import argparse
+import collections
+import csv
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHAPES = os.path.join(ROOT, "tools", "hvd_bench", "shapes")
+SETS = ["W1", "W2", "W2b", "W5", "W6"] + [
+    os.path.join(SHAPES, f + "_grads.txt")
+    for f in ("mobilenet_v3_large", "efficientnet_b0", "convnext_tiny")] + ["W4"]
+
+
+def launch(libdir, csv_path, args):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               LD_LIBRARY_PATH=os.path.abspath(libdir))
+    cmd = ["nice", "-n", "-10", "mpirun", "-np", "2", "--bind-to", "core",
+           "-x", "LD_LIBRARY_PATH", args.bench, "--workloads", ",".join(args.sets),
+           "--rounds", "1", "--paired", "--csv", csv_path]
+    with open(csv_path[:-4] + ".txt", "w") as log:
+        return subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def ratios(csv_path):
+    out = {}
+    for row in csv.DictReader(open(csv_path)):
+        name = row["workload"].replace("_grads", "")
+        if row["impl"] == "hvd, in place (paired)":
+            out[name] = float(row["ratio_to_best_raw"])
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--a", required=True, help="directory of build A's libhvd.so.1")
+    p.add_argument("--b", required=True, help="directory of build B's libhvd.so.1")
+    p.add_argument("-n", type=int, default=6, help="launches of each build")
+    p.add_argument("--sets", default=",".join(SETS))
+    p.add_argument("--bench", default=os.path.join(ROOT, "build", "bin", "hvd_bench"))
+    p.add_argument("--out", default="/tmp/ab_libs")
+    args = p.parse_args()
+    args.sets = args.sets.split(",")
+    os.makedirs(args.out, exist_ok=True)
+    got = collections.defaultdict(lambda: collections.defaultdict(list))
+    for i in range(args.n):
+        for which in ("ab" if i % 2 == 0 else "ba"):
+            path = os.path.join(args.out, "%s.%d.csv" % (which, i + 1))
+            if launch(getattr(args, which), path, args) != 0:
+                sys.exit("ab_libs: launch %s %d failed (see %s)" % (which, i + 1, path[:-4] + ".txt"))
+            for name, r in ratios(path).items():
+                got[name][which].append(r)
+            print("launch %d of build %s done" % (i + 1, which.upper()), flush=True)
+
+    def mmm(xs):
+        return "%.2f / %.2f / %.2f" % (min(xs), statistics.median(xs), max(xs))
+
+    print("\n| set | A: min / median / max | B: min / median / max |\n|---|---|---|")
+    for name, by in got.items():
+        print("| %s | %s | %s |" % (name, mmm(by["a"]), mmm(by["b"])))
+    print("\nratio: hvd in place / the best in-place raw MPI pattern, paired")
+
+
+if __name__ == "__main__":
+    main()
