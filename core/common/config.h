@@ -45,7 +45,7 @@ int64_t HostLocalChunkBytes();
 // touches about three rounds' worth (the last round's results copied out,
 // this round's share reduced, the next round copied in); kept within L2,
 // the others read its slot from its cache rather than from memory (1 MiB
-// rounds ran 5-10% slower on 2 MiB of L2: docs/benchmarks.md).
+// rounds ran 1-10% slower on 2 MiB of L2: docs/benchmarks.md).
 int64_t SharedRoundBytes();
 
 struct Config {
