@@ -11,17 +11,14 @@ hvd_bench's RUNPATH). Each launch's CSV and output stay in --out.
 """
 import argparse
 import collections
-import csv
 import os
 import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHAPES = os.path.join(ROOT, "tools", "hvd_bench", "shapes")
-SETS = ["W1", "W2", "W2b", "W5", "W6"] + [
-    os.path.join(SHAPES, f + "_grads.txt")
-    for f in ("mobilenet_v3_large", "efficientnet_b0", "convnext_tiny")] + ["W4"]
+from run_launches import LARGE, ROOT, read_csv
+
+SETS = LARGE + ["W4"]
 
 
 def launch(libdir, csv_path, args):
@@ -35,11 +32,11 @@ def launch(libdir, csv_path, args):
 
 
 def ratios(csv_path):
+    """{set: paired ratio} of one launch (read_csv stops on a wrong result)."""
     out = {}
-    for row in csv.DictReader(open(csv_path)):
-        name = row["workload"].replace("_grads", "")
-        if row["impl"] == "hvd, in place (paired)":
-            out[name] = float(row["ratio_to_best_raw"])
+    for name, rows in read_csv(csv_path).items():
+        if "hvd, in place (paired)" in rows:
+            out[name] = rows["hvd, in place (paired)"] / rows["best raw MPI (paired)"]
     return out
 
 
@@ -64,7 +61,7 @@ def main():
                 got[name][which].append(r)
             print("launch %d of build %s done" % (i + 1, which.upper()), flush=True)
 
-    def mmm(xs):
+    def mmm(xs):  # ratios: two decimals, where run_launches.dist formats ms
         return "%.2f / %.2f / %.2f" % (min(xs), statistics.median(xs), max(xs))
 
     print("\n| set | A: min / median / max | B: min / median / max |\n|---|---|---|")
