@@ -207,4 +207,8 @@ int64_t SharedRoundBytes() {
   return std::clamp<int64_t>(L2CacheBytes() / 8, int64_t{64} << 10, int64_t{1} << 20);
 }
 
+int64_t StreamingStoreBytes() {
+  return std::clamp<int64_t>(L2CacheBytes() * 16, int64_t{8} << 20, int64_t{64} << 20);
+}
+
 }  // namespace hvd

@@ -48,6 +48,15 @@ int64_t HostLocalChunkBytes();
 // rounds ran 1-10% slower on 2 MiB of L2: docs/benchmarks.md).
 int64_t SharedRoundBytes();
 
+// From this many bytes on, an allreduce through host-local shared memory
+// writes results that go out of place with streaming stores (StreamCopy):
+// sixteen times the L2 cache, within [8 MiB, 64 MiB]. A result that large
+// has left the caches before anyone reads it, and a plain store would
+// first read each line of it from memory (7-9% of W1 and ResNet-50 out of
+// place here; none on 20 MiB sets, whose lines the shared L3 still held:
+// docs/benchmarks.md).
+int64_t StreamingStoreBytes();
+
 struct Config {
   int64_t fusion_threshold_bytes = 128LL * 1024 * 1024;  // 0 disables fusion
   double cycle_time_ms = 1.0;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/backends/mpi/mpi_comm.h"
+#include "core/common/config.h"
 #include "core/common/types.h"
 #include "tests/mp/small_values.h"
 
@@ -204,6 +205,12 @@ TEST(ShmComm, AllreduceRegionsThroughSlotsWhateverTheLayout) {
   std::unique_ptr<ShmComm> big = MakeShm(ShmComm::kDefaultSlotBytes, 60, false);
   ASSERT_TRUE(big);
   CheckAllreduce<float>(*big, DataType::kFloat32, ReduceOp::kSum, int64_t{5} << 20, true);
+  // Large enough that results going out of place bypass the caches
+  // (StreamCopy), with a count that leaves a tail; then one below the line.
+  const int64_t streamed = StreamingStoreBytes() / 4 + 3;
+  CheckAllreduce<float>(*big, DataType::kFloat32, ReduceOp::kSum, streamed, false);
+  CheckAllreduce<int32_t>(*big, DataType::kInt32, ReduceOp::kMax, streamed, false);
+  CheckAllreduce<float>(*big, DataType::kFloat32, ReduceOp::kSum, streamed / 2, false);
 }
 
 // An allreduce reads one set of slots while it writes the next; the other

@@ -12,6 +12,7 @@
 #include "core/common/dtype_dispatch.h"
 #include "core/common/half.h"
 #include "core/common/reduce.h"
+#include "core/common/stream_copy.h"
 #include "core/coordination/fusion.h"
 #include "core/coordination/message.h"
 #include "core/coordination/protocol.h"
@@ -395,6 +396,28 @@ TEST(Reduce, HalfSumIsComputedNotBitSummed) {
   uint16_t c = FloatToBFloat16(-3.0f), d = FloatToBFloat16(2.0f);
   ReduceInto(&c, &d, 1, DataType::kBFloat16, ReduceOp::kMax);
   EXPECT_EQ(BFloat16ToFloat(c), 2.0f);
+}
+
+// Streaming stores need aligned destinations: every head offset, sizes
+// around the 64-byte loop, and nothing written past the end.
+TEST(Reduce, StreamCopyCopiesEveryByteAtEveryAlignment) {
+  std::vector<uint8_t> src(4096 + 64), dst(src.size() + 16);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+  for (size_t off = 0; off < 16; ++off) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{63}, size_t{64}, size_t{79},
+                     size_t{80}, size_t{143}, size_t{4096}, size_t{4096 + 63}}) {
+      std::fill(dst.begin(), dst.end(), uint8_t{0xEE});
+      StreamCopy(dst.data() + off, src.data() + (off * 3) % 8, n);
+      for (size_t i = 0; i < dst.size(); ++i) {
+        const bool in = i >= off && i < off + n;
+        ASSERT_EQ(dst[i], in ? src[i - off + (off * 3) % 8] : 0xEE)
+            << "offset " << off << " n " << n << " byte " << i;
+      }
+    }
+  }
+  EXPECT_EQ(StreamingStoreBytes(),
+            std::clamp<int64_t>(HostLocalChunkBytes() * 32, 8LL << 20, 64LL << 20))
+      << "sixteen L2 caches (the chunk is half of one, when not clamped)";
 }
 
 TEST(Reduce, IntegersWrapAndScaleRoundsToNearest) {

@@ -11,6 +11,8 @@
 //         lands in its slot at its share's place (where the others read the
 //         result), is scaled there and copied to its output;
 //   E(k): copies the others' results from their slots into its output.
+// Results going out of place in a call of StreamingStoreBytes() or more are
+// written with streaming stores (StreamCopy): nobody reads them soon.
 // At np = 2 that is 4 bytes through memory per byte where the gathered
 // rounds take 5.5 (copy everything in, reduce in the slot, copy everything
 // out), and one barrier per round instead of two: after barrier k a member
@@ -20,7 +22,9 @@
 #include <cstring>
 #include <string>
 
+#include "core/common/config.h"
 #include "core/common/reduce.h"
+#include "core/common/stream_copy.h"
 #include "core/common/traffic.h"
 #include "core/dataplane/decorators/shm_comm.h"
 #include "core/dataplane/decorators/shm_regions.h"
@@ -45,8 +49,15 @@ struct ShmComm::SharedCall {
   ReduceOp op;
   double post;
   int64_t first = 0, piece = 1;  // round `first` holds elements [0, piece)
+  bool stream = false;           // large: results written out of place bypass the caches
   int64_t base(int64_t k) const { return (k - first) * piece; }
   int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
+  // n results from `from` into region g's output at element `at`.
+  void Out(const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n) const {
+    const auto bytes = static_cast<size_t>(n * es);
+    if (stream && g.out != g.in) return StreamCopy(At(g.out, at, es), from, bytes);
+    std::memcpy(At(g.out, at, es), from, bytes);
+  }
 };
 
 // Whether every member allreduces `count` elements in the call of this
@@ -104,7 +115,7 @@ void ShmComm::SharedReduce(const SharedCall& c, int64_t k) {
     if (c.post != 1.0) ScaleBuffer(acc, m, c.dt, c.post);
     Walk(c.regions, c.starts, at0, m,
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
-           std::memcpy(At(g.out, at, es), acc + to * es, static_cast<size_t>(j * es));
+           c.Out(g, at, acc + to * es, j);
          });
   }
   // My input and each other's slot read, my slot and output written (the
@@ -121,7 +132,7 @@ void ShmComm::SharedCopyOut(const SharedCall& c, int64_t k) {
     const uint8_t* theirs = slot(k, r) + s.lo * es;
     Walk(c.regions, c.starts, c.base(k) + s.lo, s.n,
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
-           std::memcpy(At(g.out, at, es), theirs + to * es, static_cast<size_t>(m * es));
+           c.Out(g, at, theirs + to * es, m);
          });
   }
   CountMoved(2 * (w - ShareOf(w, size(), rank()).n) * es);
@@ -140,6 +151,8 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   }
   c.piece = std::max<int64_t>(1, round_bytes_ / es);
   c.first = round_;
+  static const int64_t stream_bytes = StreamingStoreBytes();
+  c.stream = count * es >= stream_bytes;
   const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
   SharedCopyIn(c, c.first);
   for (int64_t k = c.first; k <= last; ++k) {
