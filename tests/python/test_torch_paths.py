@@ -85,6 +85,9 @@ def test_lean_and_generic_paths_give_the_same_bits(world, monkeypatch):
         lean = _run_all(r, hvd.global_process_set)
         lean_pair = _run_all(r, pair) if r < 2 else None
         monkeypatch.setattr(ops, "_fast_allreduce", lambda *args: None)
+        # allreduce_async_ is C over the lean path: its Python form is the generic one.
+        monkeypatch.setattr(ops, "allreduce_async_", ops._allreduce_async_py)
+        monkeypatch.setattr(hvd, "allreduce_async_", ops._allreduce_async_py)
         generic = _run_all(r, hvd.global_process_set)
         generic_pair = _run_all(r, pair) if r < 2 else None
     finally:
@@ -119,6 +122,55 @@ def test_lean_path_is_taken_only_where_it_applies(world, monkeypatch):
     hvd.allreduce(torch.ones(3, 2).t(), op=hvd.Sum)  # non-contiguous
     assert seen == ["ndarray", "Tensor"]
     assert torch.equal(x, torch.full((3,), float(hvd.size())))
+
+
+def test_allreduce_async__takes_horovods_arguments_in_c(world):
+    """hvd.allreduce_async_ is C (_hvd_fast): every way of passing Horovod's
+    arguments gives the same result as the Python form, and what the lean
+    path does not take reaches that form with the same arguments."""
+    n = hvd.size()
+    assert hvd.allreduce_async_ is _hvd_fast.allreduce_async_
+    handed = []
+
+    def fallback(*args, **kwargs):
+        handed.append(sorted(kwargs))
+        return ops._allreduce_async_py(*args, **kwargs)
+    _hvd_fast.set_allreduce_async_fallback(fallback)
+    try:
+        _check_allreduce_async_arguments(n, handed)
+    finally:
+        _hvd_fast.set_allreduce_async_fallback(ops._allreduce_async_py)
+
+
+def _check_allreduce_async_arguments(n, handed):
+    calls = [
+        lambda x: hvd.allreduce_async_(x),  # op=None: Average
+        lambda x: hvd.allreduce_async_(x, "cargs.pos", hvd.Sum, 2.0, 0.5,
+                                       hvd.global_process_set),
+        lambda x: hvd.allreduce_async_(x, name="cargs.kw", op=hvd.Sum, postscale_factor=3.0),
+        lambda x: hvd.allreduce_async_(x, None, op=hvd.Max, process_set=None),
+        lambda x: hvd.allreduce_async_(tensor=x, op=hvd.Sum),  # to the Python form
+    ]
+    x0 = torch.full((5,), float(hvd.rank() + 1))
+    got = [hvd.synchronize(c(x0.clone())) for c in calls]
+    tri = float(n * (n + 1) // 2)
+    for g, want in zip(got, [tri / n, tri, 3 * tri, float(n), tri]):
+        assert torch.equal(g, torch.full((5,), want)), (g, want)
+    assert handed == [["op", "tensor"]]  # only tensor= went to the Python form
+    with pytest.warns(DeprecationWarning):
+        avg = hvd.synchronize(hvd.allreduce_async_(x0.clone(), average=True))
+    assert torch.equal(avg, torch.full((5,), tri / n))
+    a = np.full(3, hvd.rank() + 1, dtype=np.int32)  # numpy: the generic path, in place
+    assert hvd.synchronize(hvd.allreduce_async_(a, op=hvd.Sum)) is a and a.tolist() == [tri] * 3
+    assert handed[1:] == [["average"], ["op"]]
+    with pytest.raises(TypeError):
+        hvd.allreduce_async_(x0, "dup", name="dup")
+    with pytest.raises(TypeError):
+        hvd.allreduce_async_(x0, nmae="typo")
+    with pytest.raises(TypeError):
+        hvd.allreduce_async_()
+    with pytest.raises(ValueError):
+        hvd.allreduce_async_(x0, op=hvd.Sum, average=True)
 
 
 def test_many_async_through_both_paths(world):

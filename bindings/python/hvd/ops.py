@@ -5,8 +5,9 @@ Handle; results come back in the caller's type. Forms ending in `_` work in
 place on the caller's tensor and return it.
 
 Allreduces of contiguous CPU torch tensors take the lean path
-(hvd._hvd_fast.allreduce, in C); every other input takes the generic one
-(prepare -> DLTensor -> the SWIG module), with the same results.
+(hvd._hvd_fast.allreduce, in C; allreduce_async_ is in C whole); every other
+input takes the generic one (prepare -> DLTensor -> the SWIG module), with
+the same results.
 """
 import warnings
 
@@ -87,8 +88,11 @@ def allreduce(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=
                            process_set).wait()
 
 
-def allreduce_async_(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                     process_set=global_process_set, average=None):
+def _allreduce_async_py(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                        process_set=global_process_set, average=None):
+    """allreduce_async_ for what _hvd_fast.allreduce_async_ (the same
+    signature in C, bound below) hands on: average=, tensors off the lean
+    path, arguments it does not know."""
     if average is not None:
         op = resolve_op(op, average)
     handle = _fast_allreduce(tensor, tensor, name, op, prescale_factor, postscale_factor,
@@ -105,6 +109,10 @@ def allreduce_async_(tensor, name=None, op=None, prescale_factor=1.0, postscale_
         prep.write_back()
         return prep.original
     return Handle(hid, (prep, d, opts), finish)
+
+
+_hvd_fast.set_allreduce_async_fallback(_allreduce_async_py)
+allreduce_async_ = _hvd_fast.allreduce_async_
 
 
 def allreduce_(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
