@@ -401,7 +401,7 @@ TEST(Reduce, HalfSumIsComputedNotBitSummed) {
 // Streaming stores need aligned destinations: every head offset, sizes
 // around the 64-byte loop, and nothing written past the end.
 TEST(Reduce, StreamCopyCopiesEveryByteAtEveryAlignment) {
-  std::vector<uint8_t> src(4096 + 64), dst(src.size() + 16);
+  std::vector<uint8_t> src(4096 + 64 + 8), dst(4096 + 64 + 16);  // sources start at 0-7
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
   for (size_t off = 0; off < 16; ++off) {
     for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{63}, size_t{64}, size_t{79},
