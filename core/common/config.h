@@ -52,9 +52,8 @@ int64_t SharedRoundBytes();
 // writes results that go out of place with streaming stores (StreamCopy):
 // sixteen times the L2 cache, within [8 MiB, 64 MiB]. A result that large
 // has left the caches before anyone reads it, and a plain store would
-// first read each line of it from memory (7-9% of W1 and ResNet-50 out of
-// place here; none on 20 MiB sets, whose lines the shared L3 still held:
-// docs/benchmarks.md).
+// first read each line of it from memory (8-12% out of place on the large
+// gradient sets here; nothing on 20 MiB ones: docs/benchmarks.md).
 int64_t StreamingStoreBytes();
 
 struct Config {
