@@ -36,6 +36,8 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KILL_STEP = 6
+# The phases whose victim dies with its allreduce submitted (recovery_worker.py's KILL_POINT).
+KILLED_IN_ALLREDUCE = ("allreduce", "ifneeded", "async", "broadcast_join")
 
 
 def fail(message, output=""):
@@ -133,11 +135,17 @@ def case_fault(hvdrun, python, phase):
     with tempfile.TemporaryDirectory() as workdir:
         out = run_job(hvdrun, python, workdir, "small", steps, phase, extra)
         survivors, replacement = [0, 2, 3], 4
+        # Killed with its allreduce submitted, the victim may have sent its
+        # part before it died: the survivors then finish step KILL_STEP in the
+        # old world, and commit() saves it before its broadcast fails, so they
+        # resume after it (as Horovod's commit does) and its log line, written
+        # once commit() returns, never comes. The parameters are checked below.
+        unlogged = KILL_STEP if phase in KILLED_IN_ALLREDUCE else None
         for w in survivors:
             rows = read_log(workdir, w)
             done = [r[0] for r in rows]
             expect = [s for s in range(steps) if not (phase == "commit" and s == KILL_STEP)]
-            if done != expect:
+            if done != expect and done != [s for s in expect if s != unlogged]:
                 fail("worker %d completed steps %s, expected %s" % (w, done, expect), out)
             after = [r for r in rows if r[0] > KILL_STEP]
             if after[0][1] != 3:
