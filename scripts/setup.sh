@@ -22,7 +22,8 @@ PACKAGES=(
 )
 
 # One dpkg-query for all of them (one per package takes seconds on a busy machine).
-installed=" $(dpkg-query -W -f='${Package} ${Status}\n' "${PACKAGES[@]}" 2>/dev/null |
+# dpkg-query exits 1 when any package is unknown to dpkg: not an error here.
+installed=" $({ dpkg-query -W -f='${Package} ${Status}\n' "${PACKAGES[@]}" 2>/dev/null || true; } |
   awk '/ install ok installed$/ {printf "%s ", $1}')"
 missing=()
 for p in "${PACKAGES[@]}"; do
