@@ -103,6 +103,27 @@ std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t thr
   return FuseResponses(shared, threshold, set_size, solo_bytes);
 }
 
+const std::vector<Response>& FusionMemo::Fuse(std::vector<ResponsePtr>* responses,
+                                              int64_t threshold_bytes, int set_size,
+                                              int64_t solo_bytes) {
+  if (*responses != in_) {
+    in_.swap(*responses);
+    threshold_ = -1;  // fuse the new input
+  }
+  return Repeat(threshold_bytes, set_size, solo_bytes);
+}
+
+const std::vector<Response>& FusionMemo::Repeat(int64_t threshold_bytes, int set_size,
+                                                int64_t solo_bytes) {
+  if (threshold_bytes != threshold_ || set_size != set_size_ || solo_bytes != solo_bytes_) {
+    out_ = FuseResponses(in_, threshold_bytes, set_size, solo_bytes);
+    threshold_ = threshold_bytes;
+    set_size_ = set_size;
+    solo_bytes_ = solo_bytes;
+  }
+  return out_;
+}
+
 void* FusionBuffer::Get(int64_t bytes) {
   if (static_cast<int64_t>(buf_.size()) < bytes) {
     buf_.clear();

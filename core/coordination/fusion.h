@@ -22,6 +22,28 @@ std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses,
 std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t threshold_bytes,
                                     int set_size, int64_t solo_bytes = 0);
 
+// FuseResponses with a memory of its last call. A training loop's cached
+// tensors come back every step as the same response objects (the response
+// cache's) in the same order; fusing a thousand of them again reads three
+// allocations per tensor and copies every name. Holding the last input keeps
+// those objects alive, so the same pointers mean the same (const) responses.
+class FusionMemo {
+ public:
+  // Takes *responses (left empty or with the previous input, to drop).
+  const std::vector<Response>& Fuse(std::vector<ResponsePtr>* responses, int64_t threshold_bytes,
+                                    int set_size, int64_t solo_bytes);
+  // The last input again (Applied::repeat: the same cached responses),
+  // under these settings.
+  const std::vector<Response>& Repeat(int64_t threshold_bytes, int set_size, int64_t solo_bytes);
+
+ private:
+  std::vector<ResponsePtr> in_;
+  int64_t threshold_ = -1;
+  int set_size_ = -1;
+  int64_t solo_bytes_ = -1;
+  std::vector<Response> out_;
+};
+
 // A persistent, growable host buffer (one per process set), so a training
 // loop does not allocate per step.
 class FusionBuffer {

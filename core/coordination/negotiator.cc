@@ -42,30 +42,54 @@ bool Negotiator::TakeReport(Report* out) {
   return true;
 }
 
+bool Negotiator::OnlyCached(const Decision& d) {
+  return d.actions.size() == 1 && d.actions[0].kind == Action::kRunCached &&
+         d.actions[0].ranks.empty();
+}
+
+void Negotiator::ClearHits(const std::vector<int32_t>& slots) {
+  for (int32_t slot : slots) {
+    const Request*& mine = hits_[static_cast<size_t>(slot)];
+    if (mine != nullptr) {
+      mine = nullptr;
+      --pending_hits_;
+    }
+  }
+}
+
+Status Negotiator::RunCached(int64_t seq, const Action& a, Applied* out) {
+  out->runs.reserve(out->runs.size() + a.slots.size());
+  for (int32_t slot : a.slots) {
+    if (!cache_.used(slot)) {
+      return Status::Internal("negotiation: decision " + std::to_string(seq) + " runs cache slot " +
+                              std::to_string(slot) + ", which this rank does not hold");
+    }
+    ResponsePtr r = cache_.response(slot);
+    if (!a.ranks.empty()) {  // joined ranks contribute zeros
+      auto copy = std::make_shared<Response>(*r);
+      copy->joined_ranks = a.ranks;
+      r = std::move(copy);
+    }
+    out->runs.push_back(std::move(r));
+  }
+  ClearHits(a.slots);
+  return Status::OK();
+}
+
 Status Negotiator::Apply(const Decision& d, Applied* out) {
+  const bool only_cached = OnlyCached(d);
+  if (only_cached && last_only_cached_ && cache_.generation() == last_generation_ &&
+      d.actions[0].slots == last_slots_) {
+    // The slots were checked when they last ran and none changed since.
+    ClearHits(last_slots_);
+    out->repeat = true;
+    epoch_ = d.seq;
+    return Status::OK();
+  }
   for (const Action& a : d.actions) {
     switch (a.kind) {
       case Action::kRunCached:
-        out->runs.reserve(out->runs.size() + a.slots.size());
-        for (int32_t slot : a.slots) {
-          if (!cache_.used(slot)) {
-            return Status::Internal("negotiation: decision " + std::to_string(d.seq) +
-                                    " runs cache slot " + std::to_string(slot) +
-                                    ", which this rank does not hold");
-          }
-          ResponsePtr r = cache_.response(slot);
-          if (!a.ranks.empty()) {  // joined ranks contribute zeros
-            auto copy = std::make_shared<Response>(*r);
-            copy->joined_ranks = a.ranks;
-            r = std::move(copy);
-          }
-          const Request*& mine = hits_[static_cast<size_t>(slot)];
-          if (mine != nullptr) {
-            mine = nullptr;
-            --pending_hits_;
-          }
-          out->runs.push_back(std::move(r));
-        }
+        HVD_RETURN_IF_ERROR(RunCached(d.seq, a, out));
         break;
       case Action::kRun: {
         const std::string& name = a.response.names.empty() ? std::string() : a.response.names[0];
@@ -110,6 +134,11 @@ Status Negotiator::Apply(const Decision& d, Applied* out) {
       default:
         break;
     }
+  }
+  if (!out->runs.empty()) {
+    last_only_cached_ = only_cached;
+    if (only_cached) last_slots_ = d.actions[0].slots;
+    last_generation_ = cache_.generation();
   }
   epoch_ = d.seq;
   return Status::OK();

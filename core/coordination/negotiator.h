@@ -19,6 +19,10 @@ namespace hvd {
 // What one decision means for this rank.
 struct Applied {
   std::vector<ResponsePtr> runs;  // to execute, in order
+  // Instead of runs: the same cached responses as the last decision that
+  // ran any (a training loop's steady state), so the caller may reuse what
+  // it made of them; no per-tensor reference is taken.
+  bool repeat = false;
   bool params_changed = false;
   TunedParams params;
   bool shutdown = false;
@@ -49,6 +53,10 @@ class Negotiator {
  private:
   static bool Cacheable(OpType t);
   void Renegotiate(const Request* q);
+  // Only a kRunCached action without joined ranks.
+  static bool OnlyCached(const Decision& d);
+  void ClearHits(const std::vector<int32_t>& slots);
+  Status RunCached(int64_t seq, const Action& a, Applied* out);
 
   ResponseCache cache_;
   std::vector<const Request*> hits_;  // by slot: this rank's request waiting on it
@@ -57,6 +65,11 @@ class Negotiator {
   Report report_;
   bool shutdown_requested_ = false;
   int64_t epoch_ = 0;
+  // The slots of the last decision that ran anything, when it ran only
+  // cached ones, and the cache's generation then (see Applied::repeat).
+  bool last_only_cached_ = false;
+  std::vector<int32_t> last_slots_;
+  uint64_t last_generation_ = 0;
 };
 
 }  // namespace hvd

@@ -13,7 +13,8 @@ constexpr int32_t kDecisionMagic = 0x48444331;  // "HDC1"
 // A set of slots (sorted, without repeats) as a list (4 bytes each) or,
 // when dense, as a bitmap: a steady-state step of a model reports hundreds.
 void EncodeSlots(std::vector<int32_t> slots, WireWriter* w) {
-  std::sort(slots.begin(), slots.end());
+  // A training step usually submits in slot order: then no sort is needed.
+  if (!std::is_sorted(slots.begin(), slots.end())) std::sort(slots.begin(), slots.end());
   slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
   const int32_t max = slots.empty() ? -1 : slots.back();
   const size_t bitmap_bytes = static_cast<size_t>(max + 8) / 8;

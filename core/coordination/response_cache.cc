@@ -1,8 +1,36 @@
 #include "core/coordination/response_cache.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 namespace hvd {
 
-ResponseCache::ResponseCache(int capacity) : capacity_(capacity), slots_(capacity) {
+ResponseCache::ParamsKey ResponseCache::Pack(const Request& q) {
+  ParamsKey k{};
+  const bool packs = q.shape.size() <= 4 && q.splits.empty() && q.group.empty() &&
+                     q.group_size == 0 && !std::isnan(q.prescale) && !std::isnan(q.postscale);
+  if (!packs) {
+    k[0] = kNotPacked;
+    return k;
+  }
+  k[0] = static_cast<uint64_t>(q.type) | static_cast<uint64_t>(q.dtype) << 8 |
+         static_cast<uint64_t>(q.reduce_op) << 16 | static_cast<uint64_t>(q.device.kind) << 24 |
+         static_cast<uint64_t>(static_cast<uint32_t>(q.device.id)) << 32;
+  k[1] = static_cast<uint32_t>(q.root) | static_cast<uint64_t>(q.shape.size()) << 32;
+  // + 0.0 turns -0.0 into 0.0, which == treats as equal.
+  const double scales[2] = {q.prescale + 0.0, q.postscale + 0.0};
+  std::memcpy(&k[2], scales, sizeof(scales));
+  for (size_t i = 0; i < q.shape.size(); ++i) k[4 + i] = static_cast<uint64_t>(q.shape[i]);
+  return k;
+}
+
+ResponseCache::ResponseCache(int capacity)
+    : capacity_(capacity),
+      slots_(capacity),
+      keys_(static_cast<size_t>(capacity)),
+      names_(static_cast<size_t>(capacity)),
+      used_at_(static_cast<size_t>(capacity), 0) {
   for (int i = 0; i < capacity; ++i) free_.insert(i);
 }
 
@@ -10,7 +38,10 @@ ResponseCache::State ResponseCache::Lookup(const Request& request, int* position
   const int pos = by_name_.Find(request.name);
   if (pos < 0) return State::kMiss;
   *position = pos;
-  return slots_[pos].request.SameParams(request) ? State::kHit : State::kInvalid;
+  const ParamsKey& cached = keys_[pos];
+  const bool same =
+      cached[0] != kNotPacked ? cached == Pack(request) : slots_[pos].request.SameParams(request);
+  return same ? State::kHit : State::kInvalid;
 }
 
 int ResponseCache::Find(const std::string& name) const {
@@ -23,7 +54,9 @@ int ResponseCache::Put(const Response& response, const Request& request, int* ev
   const int old = by_name_.Find(request.name);
   if (old >= 0) Erase(old);
   if (free_.empty()) {
-    *evicted = lru_.back();
+    // Every slot is in use: evict the least recently used.
+    *evicted =
+        static_cast<int>(std::min_element(used_at_.begin(), used_at_.end()) - used_at_.begin());
     Erase(*evicted);
   }
   const int pos = *free_.begin();
@@ -41,22 +74,24 @@ void ResponseCache::PutAt(int pos, const Response& response, const Request& requ
   s.used = true;
   s.response = std::make_shared<const Response>(response);
   s.request = request;
-  lru_.push_front(pos);
-  s.lru = lru_.begin();
-  by_name_.Insert(pos);  // after s.request: the index reads the name there
+  keys_[pos] = Pack(request);
+  ++generation_;
+  names_[pos] = request.name;
+  used_at_[pos] = ++clock_;
+  by_name_.Insert(pos);  // after names_[pos]: the index reads the name there
 }
 
 void ResponseCache::Touch(int position) {
-  Slot& s = slots_[position];
-  lru_.splice(lru_.begin(), lru_, s.lru);
+  used_at_[position] = ++clock_;
 }
 
 void ResponseCache::Erase(int position) {
   if (!used(position)) return;
   Slot& s = slots_[position];
-  by_name_.Remove(s.request.name);
-  lru_.erase(s.lru);
+  by_name_.Remove(names_[position]);
+  names_[position].clear();
   s = Slot();
+  ++generation_;
   free_.insert(position);
 }
 

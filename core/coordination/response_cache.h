@@ -5,7 +5,8 @@
 // Put/Erase decisions, so slot numbers mean the same tensor everywhere.
 #pragma once
 
-#include <list>
+#include <array>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,22 +47,40 @@ class ResponseCache {
   }
   void Touch(int position);
   void Erase(int position);
+  // Changes whenever a slot is filled or emptied: equal generations mean
+  // every slot holds the same response as before.
+  uint64_t generation() const { return generation_; }
 
  private:
   struct Slot {
     bool used = false;
     ResponsePtr response;
     Request request;
-    std::list<int>::iterator lru;
   };
+  // A request's parameters (what SameParams compares) packed exactly into
+  // eight words, when they fit: up to four dimensions, no splits, no group.
+  // A lookup per submitted tensor then compares one dense line instead of
+  // reading a slot's request and its shape's allocation, both cold after a
+  // step's other work. keys_[pos][0] == kNotPacked: compare the request.
+  using ParamsKey = std::array<uint64_t, 8>;
+  static constexpr uint64_t kNotPacked = ~uint64_t{0};
+  static ParamsKey Pack(const Request& q);
+
   int capacity_;
   std::vector<Slot> slots_;
+  std::vector<ParamsKey> keys_;
+  std::vector<std::string> names_;  // slots_[pos].request.name, densely for the index
   struct SlotName {
-    const std::vector<Slot>* slots;
-    std::string_view operator()(int pos) const { return (*slots)[pos].request.name; }
+    const std::vector<std::string>* names;
+    std::string_view operator()(int pos) const { return (*names)[pos]; }
   };
-  NameIndex<int, -1, SlotName> by_name_{SlotName{&slots_}};
-  std::list<int> lru_;  // front = most recently used
+  NameIndex<int, -1, SlotName> by_name_{SlotName{&names_}};
+  // When each slot was last used, by a counter: a training step touches
+  // every slot, and a dense array stays in cache where a list's nodes did
+  // not. Eviction, rare, scans it for the least recently used.
+  std::vector<uint64_t> used_at_;
+  uint64_t clock_ = 0;
+  uint64_t generation_ = 0;
   std::set<int> free_;  // lowest free slot first
 };
 

@@ -316,11 +316,13 @@ Status SetLoop::Coordinate(std::vector<Decision>* decisions) {
 Status SetLoop::ApplyDecision(const Decision& d, bool* stop) {
   Applied a;
   HVD_RETURN_IF_ERROR(negotiator_.Apply(d, &a));
-  if (!a.runs.empty()) {
+  if (!a.runs.empty() || a.repeat) {
     Timeline& tl = runtime_.timeline();
     if (tl.active()) tl.MarkCycleStart();
-    const auto fused = FuseResponses(a.runs, params_.fusion_threshold_bytes, ps_.size(),
-                                     ps_.data_comm->caps().fusion_solo_bytes);
+    const int64_t threshold = params_.fusion_threshold_bytes;
+    const int64_t solo = ps_.data_comm->caps().fusion_solo_bytes;
+    const auto& fused = a.repeat ? fusion_memo_.Repeat(threshold, ps_.size(), solo)
+                                 : fusion_memo_.Fuse(&a.runs, threshold, ps_.size(), solo);
     for (const auto& r : fused) HVD_RETURN_IF_ERROR(Execute(r));
   }
   if (a.params_changed) {

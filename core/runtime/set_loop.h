@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/coordination/coordinator.h"
+#include "core/coordination/fusion.h"
 #include "core/coordination/negotiator.h"
 #include "core/observability/autotune/tuned_params.h"
 #include "core/runtime/process_set.h"
@@ -98,6 +99,7 @@ class SetLoop {
   Clock::duration nap_;
   std::vector<ControlChannel::PollFd> fds_;
   std::vector<const Request*> popped_;   // the last cycle's new requests (capacity reused)
+  FusionMemo fusion_memo_;               // a step's fused responses, again next step
   std::pair<Status, Status> explained_;  // the last fatal error and what probes added
 
   // The collective in flight, guarded by mu_. Pointers into RunCollective's

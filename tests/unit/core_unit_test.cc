@@ -223,6 +223,103 @@ TEST(Fusion, ReducescattersFuseButNotWithAllreduces) {
   EXPECT_EQ(out[1].names, std::vector<std::string>{"a"});
 }
 
+TEST(Fusion, MemoReusesOnlyTheSameResponsesAndSettings) {
+  auto a = std::make_shared<const Response>(MakeResponse("a", 10));
+  auto b = std::make_shared<const Response>(MakeResponse("b", 10));
+  FusionMemo memo;
+  std::vector<ResponsePtr> in = {a, b};
+  EXPECT_EQ(memo.Fuse(&in, 1 << 20, 2, 0)[0].names, (std::vector<std::string>{"a", "b"}));
+  in = {a, b};
+  const std::vector<Response>* first = &memo.Fuse(&in, 1 << 20, 2, 0);
+  EXPECT_EQ(first->size(), 1u);
+  // A new response object with the same name (a cache slot refilled) is
+  // fused again, and so is the same input under another threshold.
+  auto b2 = std::make_shared<const Response>(MakeResponse("b", 30, DataType::kFloat64));
+  in = {a, b2};
+  const auto& changed = memo.Fuse(&in, 1 << 20, 2, 0);
+  ASSERT_EQ(changed.size(), 2u);
+  EXPECT_EQ(changed[1].names, std::vector<std::string>{"b"});
+  EXPECT_EQ(changed[1].sizes, std::vector<int64_t>{30});
+  in = {a, b2};
+  EXPECT_EQ(memo.Fuse(&in, 0, 2, 0).size(), 2u);
+  in = {a, b};
+  EXPECT_EQ(memo.Fuse(&in, 0, 2, 0).size(), 2u);
+  in = {a, b};
+  EXPECT_EQ(memo.Fuse(&in, 1 << 20, 2, 0).size(), 1u);
+}
+
+// Lookup compares packed parameters for most requests and whole requests
+// for the rest: both must agree with Request::SameParams.
+TEST(ResponseCache, LookupAgreesWithSameParams) {
+  auto with = [](std::vector<int64_t> shape, auto change) {
+    Request q = MakeRequest("t", std::move(shape));
+    change(q);
+    return q;
+  };
+  auto same = [](Request&) {};
+  const std::vector<std::pair<Request, Request>> cases = {
+      {with({2, 3}, same), with({2, 3}, same)},
+      {with({2, 3}, same), with({3, 2}, same)},
+      {with({2, 3}, same), with({2, 3, 1}, same)},
+      {with({1, 2, 3, 4, 5}, same), with({1, 2, 3, 4, 5}, same)},
+      {with({1, 2, 3, 4, 5}, same), with({1, 2, 3, 4, 6}, same)},
+      {with({2, 3, 4, 5}, same), with({1, 2, 3, 4, 5}, same)},
+      {with({4}, same), with({4}, [](Request& q) { q.dtype = DataType::kFloat64; })},
+      {with({4}, same), with({4}, [](Request& q) { q.reduce_op = ReduceOp::kMax; })},
+      {with({4}, same), with({4}, [](Request& q) { q.device.id = 1; })},
+      {with({4}, same), with({4}, [](Request& q) { q.root = 1; })},
+      {with({4}, same), with({4}, [](Request& q) { q.type = OpType::kBroadcast; })},
+      {with({4}, same), with({4}, [](Request& q) { q.postscale = 0.5; })},
+      {with({4}, [](Request& q) { q.prescale = 0.0; }),
+       with({4}, [](Request& q) { q.prescale = -0.0; })},
+      {with({4}, [](Request& q) { q.prescale = std::nan(""); }),
+       with({4}, [](Request& q) { q.prescale = std::nan(""); })},
+      {with({4}, same), with({4}, [](Request& q) { q.prescale = std::nan(""); })},
+      {with({4}, [](Request& q) { q.group = "g", q.group_size = 2; }),
+       with({4}, [](Request& q) { q.group = "g", q.group_size = 2; })},
+      {with({4}, [](Request& q) { q.group = "g", q.group_size = 2; }),
+       with({4}, [](Request& q) { q.group = "h", q.group_size = 2; })},
+      {with({4}, same), with({4}, [](Request& q) { q.group = "g", q.group_size = 2; })},
+      {with({2, 2},
+            [](Request& q) {
+              q.splits = {1, 1};
+            }),
+       with({2, 2},
+            [](Request& q) {
+              q.splits = {2, 0};
+            })},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [cached, asked] = cases[i];
+    for (const auto& [a, b] : {std::pair(cached, asked), std::pair(asked, cached)}) {
+      ResponseCache cache(4);
+      int evicted = -1, pos = -1;
+      cache.Put(MakeResponse("t", 4), a, &evicted);
+      const auto want =
+          a.SameParams(b) ? ResponseCache::State::kHit : ResponseCache::State::kInvalid;
+      EXPECT_EQ(cache.Lookup(b, &pos), want) << "case " << i;
+    }
+  }
+}
+
+TEST(ResponseCache, EvictsTheLeastRecentlyUsedOfMany) {
+  ResponseCache cache(64);
+  int evicted = -2;
+  for (int i = 0; i < 64; ++i) {
+    const std::string n = "t" + std::to_string(i);
+    ASSERT_EQ(cache.Put(MakeResponse(n, 1), MakeRequest(n, {1}), &evicted), i);
+  }
+  for (int i = 0; i < 64; ++i) {
+    if (i != 17) cache.Touch(i);
+  }
+  EXPECT_EQ(cache.Put(MakeResponse("new", 1), MakeRequest("new", {1}), &evicted), 17);
+  EXPECT_EQ(evicted, 17);
+  cache.Touch(17);
+  cache.Touch(0);  // 1 is now the oldest
+  EXPECT_EQ(cache.Put(MakeResponse("new2", 1), MakeRequest("new2", {1}), &evicted), 1);
+  EXPECT_EQ(evicted, 1);
+}
+
 TEST(Fusion, AllgatherBytesCountEveryRank) {
   Response g = MakeResponse("g", 0, DataType::kFloat32, OpType::kAllgather);
   g.sizes = {3, 1, 2};  // rows of 3 elements; rank 0 has 1 row, rank 1 has 2

@@ -32,6 +32,7 @@ struct Job {
   explicit Job(int n, Config c = Config()) : config(c), coordinator(n, 0, config) {
     for (int r = 0; r < n; ++r) {
       negotiators.push_back(std::make_unique<Negotiator>(config.cache_capacity));
+      last_runs.emplace_back();
       owned.emplace_back();
       epochs.push_back(0);
     }
@@ -64,6 +65,15 @@ struct Job {
       for (size_t r = 0; r < negotiators.size(); ++r) {
         Applied a;
         EXPECT_TRUE(negotiators[r]->Apply(d, &a).ok());
+        // A repeat runs what the last decision with runs ran (as SetLoop's
+        // FusionMemo does); only a decision of cached slots repeats.
+        if (a.repeat) {
+          EXPECT_TRUE(a.runs.empty());
+          a.runs = last_runs[r];
+          ++repeats;
+        } else if (!a.runs.empty()) {
+          last_runs[r] = a.runs;
+        }
         for (const auto& resp : a.runs) ran[r].push_back(resp->names[0]);
         if (applied) applied->push_back(a);
         Report rep;
@@ -77,6 +87,8 @@ struct Job {
   Config config;
   Coordinator coordinator;
   std::vector<std::unique_ptr<Negotiator>> negotiators;
+  std::vector<std::vector<ResponsePtr>> last_runs;  // per rank
+  int repeats = 0;                                  // decisions applied as repeats
   std::vector<std::vector<std::unique_ptr<Request>>> owned;
   std::vector<int64_t> epochs;
 };
@@ -101,6 +113,36 @@ TEST(Negotiation, FirstStepFullThenCachedBySlot) {
   ran = job.Step();
   EXPECT_EQ(ran[0], (Names{"a", "b"}));  // slot order, the same on every rank
   EXPECT_EQ(ran[1], (Names{"a", "b"}));
+  EXPECT_FALSE(job.negotiators[0]->waiting());
+  EXPECT_FALSE(job.negotiators[1]->waiting());
+}
+
+// A step of the same cached slots as the step before is applied as a
+// repeat (no per-tensor references); a new tensor, another set of slots or a
+// changed cache ends the run of repeats.
+TEST(Negotiation, RepeatedCachedStepsAreRepeats) {
+  Job job(2);
+  auto step = [&job](std::vector<Request> qs) {
+    for (int r = 0; r < 2; ++r) job.Submit(r, qs);
+    const int before = job.repeats;
+    auto ran = job.Step();
+    EXPECT_EQ(ran[0], ran[1]);
+    return std::make_pair(ran[0], job.repeats - before);
+  };
+  const std::vector<Request> ab = {Allreduce("a", 4), Allreduce("b", 8)};
+  EXPECT_EQ(step(ab), std::make_pair(Names{"a", "b"}, 0));  // in full
+  EXPECT_EQ(step(ab), std::make_pair(Names{"a", "b"}, 0));  // cached, first time
+  EXPECT_EQ(step(ab), std::make_pair(Names{"a", "b"}, 2));  // the same slots: both ranks
+  EXPECT_EQ(step(ab), std::make_pair(Names{"a", "b"}, 2));
+  EXPECT_EQ(step({Allreduce("a", 4)}), std::make_pair(Names{"a"}, 0));
+  EXPECT_EQ(step(ab), std::make_pair(Names{"a", "b"}, 0));
+  EXPECT_EQ(step(ab), std::make_pair(Names{"a", "b"}, 2));
+  // b's shape changes: its slot is refilled, and the step after it is not a
+  // repeat of the one before, though it names the same slots.
+  const std::vector<Request> ab2 = {Allreduce("a", 4), Allreduce("b", 9)};
+  EXPECT_EQ(step(ab2).second, 0);
+  EXPECT_EQ(step(ab2), std::make_pair(Names{"a", "b"}, 0));
+  EXPECT_EQ(step(ab2), std::make_pair(Names{"a", "b"}, 2));
   EXPECT_FALSE(job.negotiators[0]->waiting());
   EXPECT_FALSE(job.negotiators[1]->waiting());
 }
