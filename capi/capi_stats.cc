@@ -17,6 +17,7 @@ hvd_status hvd_get_stats(hvd_stats* stats) {
     s.struct_size = sizeof(hvd_stats);
     s.allreduced_bytes = now.allreduced_bytes;
     s.host_bytes_moved = now.host_bytes_moved;
+    s.host_allreduces = now.host_allreduces;
     // An older caller's smaller struct gets the fields it knows of.
     const size_t n = std::min(stats->struct_size, sizeof(hvd_stats)) - sizeof(size_t);
     std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size_t),

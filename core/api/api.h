@@ -185,6 +185,7 @@ Status ResultSplits(int64_t handle, Span<int32_t>* out, bool* call_failed);
 struct Stats {
   uint64_t allreduced_bytes = 0;
   uint64_t host_bytes_moved = 0;
+  uint64_t host_allreduces = 0;
 };
 Stats GetStats();  // at any time
 Status StartTimeline(const std::string& path, bool mark_cycles);

@@ -10,6 +10,7 @@ Stats GetStats() {
   Stats s;
   s.allreduced_bytes = Traffic().allreduced.load(std::memory_order_relaxed);
   s.host_bytes_moved = Traffic().moved.load(std::memory_order_relaxed);
+  s.host_allreduces = Traffic().allreduces.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -683,6 +683,37 @@ TEST(Grouped, CompleteTogether) {
   }
 }
 
+// hvd_get_stats counts the bytes allreduced and the collectives that
+// carried them (a grouped allreduce is one while fusion is on); a caller's
+// older, smaller struct keeps the bytes past its size.
+TEST(Stats, CountAllreducedBytesAndCollectives) {
+  hvd_stats a = {sizeof(hvd_stats), 0, 0, 0}, b = a, c = a;
+  ASSERT_EQ(hvd_get_stats(&a), HVD_OK) << hvd_last_error();
+  Tensor x(T::f32, {10}), xo(T::f32, {10});
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(Allreduce("stats.x", x, xo, HVD_OP_SUM), HVD_OK);
+  ASSERT_EQ(hvd_get_stats(&b), HVD_OK);
+  EXPECT_EQ(b.allreduced_bytes - a.allreduced_bytes, 5u * 40);
+  EXPECT_EQ(b.host_allreduces - a.host_allreduces, 5u);
+
+  Tensor p(T::f32, {3}), q(T::f32, {5}), po(T::f32, {3}), qo(T::f32, {5});
+  const char* names[] = {"stats.p", "stats.q"};
+  const DLTensor* ins[] = {p.dl(), q.dl()};
+  DLTensor* outs[] = {po.dl(), qo.dl()};
+  hvd_handle h;
+  ASSERT_EQ(hvd_grouped_allreduce_async(names, ins, outs, 2, HVD_OP_SUM, nullptr, &h), HVD_OK);
+  ASSERT_EQ(Wait(h), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(hvd_get_stats(&c), HVD_OK);
+  const char* threshold = std::getenv("HVD_FUSION_THRESHOLD");
+  const bool fused = !(threshold && std::string(threshold) == "0");
+  EXPECT_EQ(c.allreduced_bytes - b.allreduced_bytes, 8u * 4);
+  EXPECT_EQ(c.host_allreduces - b.host_allreduces, fused ? 1u : 2u);
+
+  hvd_stats old = {offsetof(hvd_stats, host_allreduces), 0, 0, 12345};
+  ASSERT_EQ(hvd_get_stats(&old), HVD_OK);
+  EXPECT_EQ(old.allreduced_bytes, c.allreduced_bytes);
+  EXPECT_EQ(old.host_allreduces, 12345u);
+}
+
 // ------------------------------------------------------------------- bool
 
 // Rank r's flag at element i: true for about a third of (rank, element).

@@ -45,19 +45,21 @@ struct Series {
   std::string note;
 };
 
-// hvd's own memory traffic per allreduced byte while `fn` runs (from
-// hvd_get_stats), or "" where nothing was allreduced on the host.
+// hvd's own memory traffic per allreduced byte while `fn` runs `iterations`
+// times, and its collectives per iteration (from hvd_get_stats), or "" where
+// nothing was allreduced on the host.
 template <typename Fn>
-std::string Traffic(const Fn& fn) {
-  hvd_stats a = {sizeof(hvd_stats), 0, 0}, b = a;
+std::string Traffic(int iterations, const Fn& fn) {
+  hvd_stats a = {sizeof(hvd_stats), 0, 0, 0}, b = a;
   Check(hvd_get_stats(&a), "hvd_get_stats");
   fn();
   Check(hvd_get_stats(&b), "hvd_get_stats");
   const double reduced = static_cast<double>(b.allreduced_bytes - a.allreduced_bytes);
   if (reduced <= 0) return "";
   char text[64];
-  std::snprintf(text, sizeof text, "hvd moves %.1f B per B",
-                static_cast<double>(b.host_bytes_moved - a.host_bytes_moved) / reduced);
+  std::snprintf(text, sizeof text, "hvd moves %.1f B per B in %.2f collectives per iteration",
+                static_cast<double>(b.host_bytes_moved - a.host_bytes_moved) / reduced,
+                static_cast<double>(b.host_allreduces - a.host_allreduces) / iterations);
   return text;
 }
 
@@ -276,7 +278,7 @@ void Bench::RunWorkload(const Workload& wl, bool last_workload) {
       Series& hvd = hvds[i];
       const bool in_place = i == 1;
       b.set_output_starts_as_input(in_place);
-      hvd.note = Traffic([&] {
+      hvd.note = Traffic(wl.warmup + wl.iters, [&] {
         hvd.ms.push_back(TimeIt(
             wl, b, size_, &hvd.ok, [&] { HvdIteration(b, handles, in_place); }, HvdBarrier));
       });

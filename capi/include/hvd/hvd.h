@@ -367,11 +367,14 @@ typedef struct hvd_stats {
                                   them: packing, reductions, scaling and
                                   shared-memory copies (not a transport's
                                   own copies inside MPI or Gloo) */
+  uint64_t host_allreduces;    /* host allreduce collectives that carried
+                                  them: a fused batch counts once */
 } hvd_stats;
 
 /* Fills *stats (up to its struct_size); callable at any time, even before
  * hvd_init. host_bytes_moved / allreduced_bytes is what each allreduced byte
- * costs in memory traffic. */
+ * costs in memory traffic; host_allreduces per training step, how many
+ * collectives tensor fusion made of the step's tensors. */
 HVD_API hvd_status hvd_get_stats(hvd_stats* stats);
 
 /* ---------------------------------------------------------------- flight recorder */

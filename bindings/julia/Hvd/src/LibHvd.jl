@@ -127,10 +127,11 @@ struct hvd_p2p_op  # sizeof 32
     tag::Cint  # offset 28
 end
 
-struct hvd_stats  # sizeof 24
+struct hvd_stats  # sizeof 32
     struct_size::Csize_t  # offset 0
     allreduced_bytes::UInt64  # offset 8
     host_bytes_moved::UInt64  # offset 16
+    host_allreduces::UInt64  # offset 24
 end
 
 # ------------------------------------------------------------ functions
