@@ -17,6 +17,7 @@
 #include "core/coordination/message.h"
 #include "core/coordination/protocol.h"
 #include "core/coordination/response_cache.h"
+#include "core/dataplane/decorators/store_chooser.h"
 #include "core/observability/autotune/bayesian_optimizer.h"
 #include "core/observability/autotune/gaussian_process.h"
 
@@ -318,6 +319,41 @@ TEST(ResponseCache, EvictsTheLeastRecentlyUsedOfMany) {
   cache.Touch(0);  // 1 is now the oldest
   EXPECT_EQ(cache.Put(MakeResponse("new2", 1), MakeRequest("new2", {1}), &evicted), 1);
   EXPECT_EQ(evicted, 1);
+}
+
+// StoreChooser: small calls stay plain; the first large call (cold) is
+// not timed; each way is timed once, then the faster is used, with the
+// other tried every kExplore-th call; a tried way's new time counts whole.
+TEST(StoreChooser, TimesBothWaysThenKeepsTheFasterAndTriesTheOther) {
+  StoreChooser c;
+  const int64_t big = StoreChooser::kMinBytes, small = big - 1;
+  const uint64_t n = StoreChooser::kExplore;
+  EXPECT_FALSE(c.Choose(0, small).stream);
+  c.Record(true, false, small, 1e9);
+  EXPECT_EQ(c.ns_per_byte(true), 0.0);
+  auto first = c.Choose(0, big);
+  EXPECT_FALSE(first.stream);
+  c.Record(false, first.explore, big, 1e9);  // cold: not counted
+  EXPECT_EQ(c.ns_per_byte(false), 0.0);
+  c.Record(false, false, big, 3.0 * big);  // plain: 3 ns per byte
+  auto second = c.Choose(1, big);
+  EXPECT_TRUE(second.stream);
+  EXPECT_TRUE(second.explore);
+  c.Record(true, second.explore, big, 1.0 * big);  // streaming: 1 ns per byte
+  for (uint64_t call = 2; call < 3 * n; ++call) {
+    const auto choice = c.Choose(call, big);
+    EXPECT_EQ(choice.explore, call % n == n - 1) << call;
+    EXPECT_EQ(choice.stream, !choice.explore) << call;
+  }
+  // Plain became faster (the cores share a cache again): one try says so.
+  c.Record(false, true, big, 0.5 * big);
+  EXPECT_EQ(c.ns_per_byte(false), 0.5);
+  EXPECT_FALSE(c.Choose(n, big).stream);
+  EXPECT_TRUE(c.Choose(n - 1, big).stream);
+  EXPECT_FALSE(c.Choose(n, small).stream);
+  // The way in use drifts: 0.7 of the old figure, 0.3 of the new.
+  c.Record(false, false, big, 1.5 * big);
+  EXPECT_DOUBLE_EQ(c.ns_per_byte(false), 0.7 * 0.5 + 0.3 * 1.5);
 }
 
 TEST(Fusion, AllgatherBytesCountEveryRank) {

@@ -44,6 +44,7 @@
 
 #include "core/backends/forwarding_comm.h"
 #include "core/dataplane/decorators/shm_segment.h"
+#include "core/dataplane/decorators/store_chooser.h"
 
 namespace hvd {
 
@@ -68,6 +69,8 @@ class ShmComm : public ForwardingComm {
 
   // Whether allreduces of regions from kDirectMinBytes read the peers' inputs.
   bool peer_reads() const { return peer_reads_; }
+  // How this member writes what the others read (tests check both ways ran).
+  const StoreChooser& stores() const { return stores_; }
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -146,6 +149,8 @@ class ShmComm : public ForwardingComm {
   int64_t round_bytes_;  // an allreduce's round: cache-sized, at most a slot
   double timeout_s_;
   bool check_pids_;                // peers' pids are visible here (one pid namespace)
+  StoreChooser stores_;            // how slot data is written (shm_shared.cc)
+  std::vector<uint8_t> block_;     // a reduced block on its way to a streamed slot
   std::chrono::nanoseconds spin_;  // how long a barrier spins before it sleeps
   uint64_t passed_ = 0;
   int64_t round_ = 0;

@@ -12,13 +12,16 @@
 //         result), is scaled there and copied to its output;
 //   E(k): copies the others' results from their slots into its output.
 // Results going out of place in a call of StreamingStoreBytes() or more are
-// written with streaming stores (StreamCopy): nobody reads them soon.
+// written with streaming stores (StreamCopy): nobody reads them soon. What
+// the others read from a member's slot (A's copies, C's results) is written
+// with plain or streaming stores as the member's StoreChooser finds faster.
 // At np = 2 that is 4 bytes through memory per byte where the gathered
 // rounds take 5.5 (copy everything in, reduce in the slot, copy everything
 // out), and one barrier per round instead of two: after barrier k a member
 // does E(k-1), C(k) and A(k+1), so between two barriers set k-1 is read,
 // set k read and written and set k+1 written (ShmComm keeps three).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -53,6 +56,11 @@ struct ShmComm::SharedCall {
   int64_t base(int64_t k) const { return (k - first) * piece; }
   int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
   // n results from `from` into region g's output at element `at`.
+  bool slot_stream = false;  // what the others read is written with streaming stores
+  void ToSlot(uint8_t* d, const uint8_t* from, int64_t bytes) const {
+    if (slot_stream) return StreamCopy(d, from, static_cast<size_t>(bytes));
+    std::memcpy(d, from, static_cast<size_t>(bytes));
+  }
   void Out(const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n) const {
     const auto bytes = static_cast<size_t>(n * es);
     if (stream && g.out != g.in) return StreamCopy(At(g.out, at, es), from, bytes);
@@ -89,7 +97,7 @@ void ShmComm::SharedCopyIn(const SharedCall& c, int64_t k) {
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
            uint8_t* d = mine + (s.lo + to) * es;
            if (!g.in) return ZeroBuffer(d, m, c.dt);  // joined: zeros
-           std::memcpy(d, At(g.in, at, es), static_cast<size_t>(m * es));
+           c.ToSlot(d, At(g.in, at, es), m * es);
          });
   }
   CountMoved(2 * (w - ShareOf(w, size(), rank()).n) * es);
@@ -103,7 +111,9 @@ void ShmComm::SharedReduce(const SharedCall& c, int64_t k) {
   const int64_t block = std::max<int64_t>(1, kBlockBytes / es);
   for (int64_t b = 0; b < s.n; b += block) {
     const int64_t m = std::min(block, s.n - b), at0 = c.base(k) + s.lo + b;
-    uint8_t* acc = slot(k, rank()) + (s.lo + b) * es;
+    uint8_t* place = slot(k, rank()) + (s.lo + b) * es;
+    // Streaming: reduced in a private block, then streamed to the slot.
+    uint8_t* acc = c.slot_stream ? block_.data() : place;
     Walk(c.regions, c.starts, at0, m,
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
            if (!g.in) return ZeroBuffer(acc + to * es, j, c.dt);
@@ -113,6 +123,7 @@ void ShmComm::SharedReduce(const SharedCall& c, int64_t k) {
       if (r != rank()) ReduceInto(acc, slot(k, r) + (s.lo + b) * es, m, c.dt, c.op);
     }
     if (c.post != 1.0) ScaleBuffer(acc, m, c.dt, c.post);
+    if (acc != place) c.ToSlot(place, acc, m * es);
     Walk(c.regions, c.starts, at0, m,
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
            c.Out(g, at, acc + to * es, j);
@@ -153,6 +164,11 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   c.first = round_;
   static const int64_t stream_bytes = StreamingStoreBytes();
   c.stream = count * es >= stream_bytes;
+  const auto started = std::chrono::steady_clock::now();
+  const uint64_t call = static_cast<uint64_t>(direct_calls_);
+  const StoreChooser::Choice stores = stores_.Choose(call, count * es);
+  c.slot_stream = stores.stream;
+  if (c.slot_stream && block_.empty()) block_.resize(kBlockBytes);
   const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
   SharedCopyIn(c, c.first);
   for (int64_t k = c.first; k <= last; ++k) {
@@ -168,6 +184,9 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   HVD_RETURN_IF_ERROR(Barrier());
   SharedCopyOut(c, last);
   round_ = last + 1;
+  stores_.Record(
+      c.slot_stream, stores.explore, count * es,
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count());
   return Status::OK();
 }
 
