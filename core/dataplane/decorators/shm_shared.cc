@@ -55,12 +55,13 @@ struct ShmComm::SharedCall {
   bool stream = false;           // large: results written out of place bypass the caches
   int64_t base(int64_t k) const { return (k - first) * piece; }
   int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
-  // n results from `from` into region g's output at element `at`.
   bool slot_stream = false;  // what the others read is written with streaming stores
+  // `bytes` from `from` into this member's slot at d, for the others to read.
   void ToSlot(uint8_t* d, const uint8_t* from, int64_t bytes) const {
     if (slot_stream) return StreamCopy(d, from, static_cast<size_t>(bytes));
     std::memcpy(d, from, static_cast<size_t>(bytes));
   }
+  // n results from `from` into region g's output at element `at`.
   void Out(const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n) const {
     const auto bytes = static_cast<size_t>(n * es);
     if (stream && g.out != g.in) return StreamCopy(At(g.out, at, es), from, bytes);
