@@ -78,7 +78,7 @@ Status Negotiator::RunCached(int64_t seq, const Action& a, Applied* out) {
 
 Status Negotiator::Apply(const Decision& d, Applied* out) {
   const bool only_cached = OnlyCached(d);
-  if (only_cached && last_only_cached_ && cache_.generation() == last_generation_ &&
+  if (only_cached && !last_slots_.empty() && cache_.generation() == last_generation_ &&
       d.actions[0].slots == last_slots_) {
     // The slots were checked when they last ran and none changed since.
     ClearHits(last_slots_);
@@ -136,8 +136,11 @@ Status Negotiator::Apply(const Decision& d, Applied* out) {
     }
   }
   if (!out->runs.empty()) {
-    last_only_cached_ = only_cached;
-    if (only_cached) last_slots_ = d.actions[0].slots;
+    if (only_cached) {
+      last_slots_ = d.actions[0].slots;
+    } else {
+      last_slots_.clear();
+    }
     last_generation_ = cache_.generation();
   }
   epoch_ = d.seq;

@@ -66,8 +66,8 @@ class Negotiator {
   bool shutdown_requested_ = false;
   int64_t epoch_ = 0;
   // The slots of the last decision that ran anything, when it ran only
-  // cached ones, and the cache's generation then (see Applied::repeat).
-  bool last_only_cached_ = false;
+  // cached ones (else empty), and the cache's generation then (see
+  // Applied::repeat).
   std::vector<int32_t> last_slots_;
   uint64_t last_generation_ = 0;
 };

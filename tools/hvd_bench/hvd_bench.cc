@@ -56,7 +56,7 @@ std::string Traffic(int iterations, const Fn& fn) {
   Check(hvd_get_stats(&b), "hvd_get_stats");
   const double reduced = static_cast<double>(b.allreduced_bytes - a.allreduced_bytes);
   if (reduced <= 0) return "";
-  char text[64];
+  char text[96];
   std::snprintf(text, sizeof text, "hvd moves %.1f B per B in %.2f collectives per iteration",
                 static_cast<double>(b.host_bytes_moved - a.host_bytes_moved) / reduced,
                 static_cast<double>(b.host_allreduces - a.host_allreduces) / iterations);
