@@ -323,37 +323,55 @@ TEST(ResponseCache, EvictsTheLeastRecentlyUsedOfMany) {
 
 // StoreChooser: small calls stay plain; the first large call (cold) is
 // not timed; each way is timed once, then the faster is used, with the
-// other tried every kExplore-th call; a tried way's new time counts whole.
+// other tried every kExplore-th large call; a tried way's new time counts
+// whole; a call much slower than its way's figure has the other tried next.
 TEST(StoreChooser, TimesBothWaysThenKeepsTheFasterAndTriesTheOther) {
   StoreChooser c;
   const int64_t big = StoreChooser::kMinBytes, small = big - 1;
   const uint64_t n = StoreChooser::kExplore;
-  EXPECT_FALSE(c.Choose(0, small).stream);
-  c.Record(true, false, small, 1e9);
+  EXPECT_FALSE(c.Choose(small).stream);
+  c.Record({true, false}, small, 1e9);
   EXPECT_EQ(c.ns_per_byte(true), 0.0);
-  auto first = c.Choose(0, big);
+  auto first = c.Choose(big);
   EXPECT_FALSE(first.stream);
-  c.Record(false, first.explore, big, 1e9);  // cold: not counted
+  c.Record(first, big, 1e9);  // cold: not counted
   EXPECT_EQ(c.ns_per_byte(false), 0.0);
-  c.Record(false, false, big, 3.0 * big);  // plain: 3 ns per byte
-  auto second = c.Choose(1, big);
+  c.Record(c.Choose(big), big, 3.0 * big);  // plain: 3 ns per byte
+  EXPECT_EQ(c.ns_per_byte(false), 3.0);
+  auto second = c.Choose(big);
   EXPECT_TRUE(second.stream);
   EXPECT_TRUE(second.explore);
-  c.Record(true, second.explore, big, 1.0 * big);  // streaming: 1 ns per byte
-  for (uint64_t call = 2; call < 3 * n; ++call) {
-    const auto choice = c.Choose(call, big);
-    EXPECT_EQ(choice.explore, call % n == n - 1) << call;
+  c.Record(second, big, 1.0 * big);  // streaming: 1 ns per byte
+  for (uint64_t call = 1; call <= 3 * n; ++call) {
+    const auto choice = c.Choose(big);
+    EXPECT_EQ(choice.explore, call % n == 0) << call;
     EXPECT_EQ(choice.stream, !choice.explore) << call;
+    EXPECT_FALSE(c.Choose(small).stream);  // small calls do not count
+    c.Record(choice, big, (choice.stream ? 1.0 : 3.0) * big);
   }
   // Plain became faster (the cores share a cache again): one try says so.
-  c.Record(false, true, big, 0.5 * big);
+  c.Record({false, true}, big, 0.5 * big);
   EXPECT_EQ(c.ns_per_byte(false), 0.5);
-  EXPECT_FALSE(c.Choose(n, big).stream);
-  EXPECT_TRUE(c.Choose(n - 1, big).stream);
-  EXPECT_FALSE(c.Choose(n, small).stream);
+  EXPECT_FALSE(c.Choose(big).stream);
   // The way in use drifts: 0.7 of the old figure, 0.3 of the new.
-  c.Record(false, false, big, 1.5 * big);
-  EXPECT_DOUBLE_EQ(c.ns_per_byte(false), 0.7 * 0.5 + 0.3 * 1.5);
+  c.Record({false, false}, big, 0.6 * big);
+  EXPECT_DOUBLE_EQ(c.ns_per_byte(false), 0.7 * 0.5 + 0.3 * 0.6);
+  const double plain = c.ns_per_byte(false);
+  // A call 1.4x slower than plain's figure is noise; over kSurprise (1.5x),
+  // the next call tries streaming, whose time counts whole.
+  auto next = c.Choose(big);
+  ASSERT_FALSE(next.stream);
+  c.Record(next, big, 1.4 * plain * big);
+  next = c.Choose(big);
+  ASSERT_FALSE(next.stream);
+  c.Record(next, big, 4.0 * big);
+  next = c.Choose(big);
+  EXPECT_TRUE(next.stream);
+  EXPECT_TRUE(next.explore);
+  c.Record(next, big, 0.9 * big);
+  EXPECT_EQ(c.ns_per_byte(true), 0.9);
+  EXPECT_TRUE(c.Choose(big).stream);  // now the faster; no longer surprised
+  EXPECT_FALSE(c.Choose(big).explore);
 }
 
 TEST(Fusion, AllgatherBytesCountEveryRank) {

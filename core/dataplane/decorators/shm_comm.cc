@@ -13,6 +13,7 @@
 #include "core/common/futex.h"
 #include "core/common/reduce.h"
 #include "core/common/spin_lock.h"
+#include "core/common/stream_copy.h"
 #include "core/common/traffic.h"
 
 namespace hvd {
@@ -151,6 +152,18 @@ Status ShmComm::Barrier() {
   return Status::OK();
 }
 
+Status ShmComm::Barrier(StoreTimer* timer) {
+  timer->Waiting();
+  const Status s = Barrier();
+  timer->Waited();
+  return s;
+}
+
+void ShmComm::ToSlot(bool stream, uint8_t* d, const void* from, int64_t bytes) {
+  if (stream) return StreamCopy(d, from, static_cast<size_t>(bytes));
+  std::memcpy(d, from, static_cast<size_t>(bytes));
+}
+
 // Spins while the others are likely a copy away, then sleeps until the
 // member arrives. Never sched_yield: where other work shares the core, a
 // yield hands it the core for a whole time slice, and every barrier of a
@@ -253,12 +266,13 @@ Status ShmComm::Reducescatter(const void* in, void* out, const std::vector<int64
   const int64_t longest = *std::max_element(counts.begin(), counts.end());
   const auto* src = static_cast<const uint8_t*>(in);
   auto* dst = static_cast<uint8_t*>(out);
+  StoreTimer timer(&stores_[kReducescatterStores], start.back() * es);
   for (int64_t done = 0; done < longest; done += q, ++round_) {
     for (int k = 0; k < size(); ++k) {
-      std::memcpy(slot(round_, rank()) + k * q * es, src + (start[k] + done) * es,
-                  static_cast<size_t>(Clamp(counts[k] - done, q) * es));
+      ToSlot(timer.stream(), slot(round_, rank()) + k * q * es, src + (start[k] + done) * es,
+             Clamp(counts[k] - done, q) * es);
     }
-    HVD_RETURN_IF_ERROR(Guard(Barrier()));
+    HVD_RETURN_IF_ERROR(Guard(Barrier(&timer)));
     const int64_t n = Clamp(counts[rank()] - done, q);
     if (n == 0) continue;
     const int64_t at = rank() * q * es;
@@ -267,6 +281,7 @@ Status ShmComm::Reducescatter(const void* in, void* out, const std::vector<int64
       if (r != rank()) ReduceInto(dst + done * es, slot(round_, r) + at, n, dt, op);
     }
   }
+  timer.Done();
   return Status::OK();
 }
 
@@ -279,15 +294,17 @@ Status ShmComm::Allgatherv(const void* in, void* out, const std::vector<int64_t>
   const int64_t longest = *std::max_element(bytes.begin(), bytes.end());
   const auto* src = static_cast<const uint8_t*>(in);
   auto* dst = static_cast<uint8_t*>(out);
+  StoreTimer timer(&stores_[kAllgatherStores], bytes[rank()]);
   for (int64_t done = 0; done < longest; done += slot_bytes_, ++round_) {
-    std::memcpy(slot(round_, rank()), src + done,
-                static_cast<size_t>(Clamp(bytes[rank()] - done, slot_bytes_)));
-    HVD_RETURN_IF_ERROR(Guard(Barrier()));
+    ToSlot(timer.stream(), slot(round_, rank()), src + done,
+           Clamp(bytes[rank()] - done, slot_bytes_));
+    HVD_RETURN_IF_ERROR(Guard(Barrier(&timer)));
     for (int k = 0; k < size(); ++k) {
       std::memmove(dst + start[k] + done, slot(round_, k),
                    static_cast<size_t>(Clamp(bytes[k] - done, slot_bytes_)));
     }
   }
+  timer.Done();
   return Status::OK();
 }
 
@@ -301,12 +318,15 @@ Status ShmComm::Broadcast(void* buf, int64_t bytes, int root) {
   if (!failed_.ok()) return Unusable();
   const int64_t piece = size() * slot_bytes_;
   auto* p = static_cast<uint8_t*>(buf);
+  // Only the root writes, so only its stores are chosen.
+  StoreTimer timer(&stores_[kBroadcastStores], rank() == root ? bytes : 0);
   for (int64_t done = 0; done < bytes; done += piece, ++round_) {
-    const auto n = static_cast<size_t>(Clamp(bytes - done, piece));
-    if (rank() == root) std::memcpy(slot(round_, 0), p + done, n);
-    HVD_RETURN_IF_ERROR(Guard(Barrier()));
-    if (rank() != root) std::memcpy(p + done, slot(round_, 0), n);
+    const int64_t n = Clamp(bytes - done, piece);
+    if (rank() == root) ToSlot(timer.stream(), slot(round_, 0), p + done, n);
+    HVD_RETURN_IF_ERROR(Guard(Barrier(&timer)));
+    if (rank() != root) std::memcpy(p + done, slot(round_, 0), static_cast<size_t>(n));
   }
+  timer.Done();
   return Status::OK();
 }
 
@@ -330,12 +350,13 @@ Status ShmComm::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes
   __atomic_store_n(&member(rank()).rounds[parity], rounds, __ATOMIC_RELAXED);
   const auto* src = static_cast<const uint8_t*>(in);
   auto* dst = static_cast<uint8_t*>(out);
+  StoreTimer timer(&stores_[kAlltoallStores], send_at.back());
   for (int64_t k = 0, done = 0; k < rounds; ++k, done += q, ++round_) {
     for (int j = 0; j < size(); ++j) {
-      std::memcpy(slot(round_, rank()) + j * q, src + send_at[j] + done,
-                  static_cast<size_t>(Clamp(send_bytes[j] - done, q)));
+      ToSlot(timer.stream(), slot(round_, rank()) + j * q, src + send_at[j] + done,
+             Clamp(send_bytes[j] - done, q));
     }
-    HVD_RETURN_IF_ERROR(Guard(Barrier()));
+    HVD_RETURN_IF_ERROR(Guard(Barrier(&timer)));
     if (k == 0) {
       for (int r = 0; r < size(); ++r) {
         rounds = std::max(rounds, __atomic_load_n(&member(r).rounds[parity], __ATOMIC_RELAXED));
@@ -346,6 +367,7 @@ Status ShmComm::Alltoallv(const void* in, const std::vector<int64_t>& send_bytes
                   static_cast<size_t>(Clamp(recv_bytes[r] - done, q)));
     }
   }
+  timer.Done();
   return Status::OK();
 }
 

@@ -69,8 +69,17 @@ class ShmComm : public ForwardingComm {
 
   // Whether allreduces of regions from kDirectMinBytes read the peers' inputs.
   bool peer_reads() const { return peer_reads_; }
-  // How this member writes what the others read (tests check both ways ran).
-  const StoreChooser& stores() const { return stores_; }
+  // How this member writes what the others read, per collective (tests
+  // check both ways ran).
+  enum StoreKind {
+    kAllreduceStores,
+    kReducescatterStores,
+    kAllgatherStores,
+    kBroadcastStores,
+    kAlltoallStores,
+    kStoreKinds
+  };
+  const StoreChooser& stores(StoreKind kind = kAllreduceStores) const { return stores_[kind]; }
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -122,6 +131,9 @@ class ShmComm : public ForwardingComm {
   Status Guard(const Status& s);
   Status Unusable() const;
   Status Barrier();
+  Status Barrier(StoreTimer* timer);  // the first one's wait left out of timer's call
+  // `bytes` from `from` into my slot at `d`, for the others to read.
+  static void ToSlot(bool stream, uint8_t* d, const void* from, int64_t bytes);
   Status WaitFor(int r, uint64_t target);
   Status SleepUntil(int r, uint64_t target, std::chrono::steady_clock::time_point start);
   Status RunRounds(int64_t count, DataType dt, ReduceOp op, const Gather& gather,
@@ -148,10 +160,10 @@ class ShmComm : public ForwardingComm {
   int64_t slot_bytes_;
   int64_t round_bytes_;  // an allreduce's round: cache-sized, at most a slot
   double timeout_s_;
-  bool check_pids_;                // peers' pids are visible here (one pid namespace)
-  StoreChooser stores_;            // how slot data is written (shm_shared.cc)
-  std::vector<uint8_t> block_;     // a reduced block on its way to a streamed slot
-  std::chrono::nanoseconds spin_;  // how long a barrier spins before it sleeps
+  bool check_pids_;                   // peers' pids are visible here (one pid namespace)
+  StoreChooser stores_[kStoreKinds];  // how slot data is written
+  std::vector<uint8_t> block_;        // a reduced block on its way to a streamed slot
+  std::chrono::nanoseconds spin_;     // how long a barrier spins before it sleeps
   uint64_t passed_ = 0;
   int64_t round_ = 0;
   int64_t direct_calls_ = 0;

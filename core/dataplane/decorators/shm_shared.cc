@@ -21,7 +21,6 @@
 // does E(k-1), C(k) and A(k+1), so between two barriers set k-1 is read,
 // set k read and written and set k+1 written (ShmComm keeps three).
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -56,10 +55,8 @@ struct ShmComm::SharedCall {
   int64_t base(int64_t k) const { return (k - first) * piece; }
   int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
   bool slot_stream = false;  // what the others read is written with streaming stores
-  // `bytes` from `from` into this member's slot at d, for the others to read.
   void ToSlot(uint8_t* d, const uint8_t* from, int64_t bytes) const {
-    if (slot_stream) return StreamCopy(d, from, static_cast<size_t>(bytes));
-    std::memcpy(d, from, static_cast<size_t>(bytes));
+    ShmComm::ToSlot(slot_stream, d, from, bytes);
   }
   // n results from `from` into region g's output at element `at`.
   void Out(const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n) const {
@@ -165,15 +162,13 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   c.first = round_;
   static const int64_t stream_bytes = StreamingStoreBytes();
   c.stream = count * es >= stream_bytes;
-  const auto started = std::chrono::steady_clock::now();
-  const uint64_t call = static_cast<uint64_t>(direct_calls_);
-  const StoreChooser::Choice stores = stores_.Choose(call, count * es);
-  c.slot_stream = stores.stream;
+  StoreTimer timer(&stores_[kAllreduceStores], count * es);
+  c.slot_stream = timer.stream();
   if (c.slot_stream && block_.empty()) block_.resize(kBlockBytes);
   const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
   SharedCopyIn(c, c.first);
   for (int64_t k = c.first; k <= last; ++k) {
-    HVD_RETURN_IF_ERROR(Barrier());
+    HVD_RETURN_IF_ERROR(Barrier(&timer));
     if (k == c.first) {
       HVD_RETURN_IF_ERROR(CheckCounts(parity, count));
     } else {
@@ -185,9 +180,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   HVD_RETURN_IF_ERROR(Barrier());
   SharedCopyOut(c, last);
   round_ = last + 1;
-  stores_.Record(
-      c.slot_stream, stores.explore, count * es,
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - started).count());
+  timer.Done();
   return Status::OK();
 }
 
