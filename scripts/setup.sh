@@ -11,6 +11,7 @@ PACKAGES=(
   libgloo-dev libssl-dev libeigen3-dev libdlpack-dev
   swig
   python3 python3-dev python3-numpy python3-mpi4py python3-torch python3-cffi
+  python3-torchvision  # bench/: the training benchmarks' models (ResNet-50, ...)
   libtorch-dev  # LibTorch (C++): examples/cpp, hvd/torch.hpp
   python3-pytest python3-sklearn python3-matplotlib python3-setuptools python3-pip
   python3-wheel python3-venv dpkg-dev file
