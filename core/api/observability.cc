@@ -11,6 +11,8 @@ Stats GetStats() {
   s.allreduced_bytes = Traffic().allreduced.load(std::memory_order_relaxed);
   s.host_bytes_moved = Traffic().moved.load(std::memory_order_relaxed);
   s.host_allreduces = Traffic().allreduces.load(std::memory_order_relaxed);
+  s.shm_chosen_calls = Traffic().shm_chosen.load(std::memory_order_relaxed);
+  s.shm_streamed_calls = Traffic().shm_streamed.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -1,9 +1,10 @@
 // What each allreduced byte costs in host memory: the bytes hvd itself
 // reads and writes for allreduces (its packing, reductions, scaling and
 // shared-memory copies; not a transport's own copies inside Open MPI or
-// Gloo), beside the bytes allreduced, and how many collectives carried them
-// (tensor fusion's effect). Process-wide, since the first init;
-// hvd_get_stats reports them and hvd_bench prints them per iteration.
+// Gloo), beside the bytes allreduced, how many collectives carried them
+// (tensor fusion's effect) and how the shared segment was written.
+// Process-wide, since the first init; hvd_get_stats reports them and
+// hvd_bench prints them per iteration.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,10 @@ struct HostTraffic {
   std::atomic<uint64_t> moved{0};
   std::atomic<uint64_t> allreduced{0};
   std::atomic<uint64_t> allreduces{0};  // collectives: a fused batch counts once
+  // Shared-memory collectives large enough that a rank chooses how it writes
+  // the segment (StoreChooser), and those it wrote with streaming stores.
+  std::atomic<uint64_t> shm_chosen{0};
+  std::atomic<uint64_t> shm_streamed{0};
 };
 
 HostTraffic& Traffic();
@@ -27,6 +32,12 @@ inline void CountMoved(int64_t bytes) {
 inline void CountAllreduced(int64_t bytes) {
   Traffic().allreduced.fetch_add(static_cast<uint64_t>(bytes), std::memory_order_relaxed);
   Traffic().allreduces.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Once per shared-memory collective whose stores were chosen.
+inline void CountStoreChoice(bool stream) {
+  Traffic().shm_chosen.fetch_add(1, std::memory_order_relaxed);
+  if (stream) Traffic().shm_streamed.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace hvd

@@ -684,10 +684,13 @@ TEST(Grouped, CompleteTogether) {
 }
 
 // hvd_get_stats counts the bytes allreduced and the collectives that
-// carried them (a grouped allreduce is one while fusion is on); a caller's
-// older, smaller struct keeps the bytes past its size.
+// carried them (a grouped allreduce is one while fusion is on), and the
+// large ones through shared memory; a caller's older, smaller struct keeps
+// the bytes past its size.
 TEST(Stats, CountAllreducedBytesAndCollectives) {
-  hvd_stats a = {sizeof(hvd_stats), 0, 0, 0}, b = a, c = a;
+  hvd_stats a{};
+  a.struct_size = sizeof a;
+  hvd_stats b = a, c = a;
   ASSERT_EQ(hvd_get_stats(&a), HVD_OK) << hvd_last_error();
   Tensor x(T::f32, {10}), xo(T::f32, {10});
   for (int i = 0; i < 5; ++i) ASSERT_EQ(Allreduce("stats.x", x, xo, HVD_OP_SUM), HVD_OK);
@@ -708,10 +711,29 @@ TEST(Stats, CountAllreducedBytesAndCollectives) {
   EXPECT_EQ(c.allreduced_bytes - b.allreduced_bytes, 8u * 4);
   EXPECT_EQ(c.host_allreduces - b.host_allreduces, fused ? 1u : 2u);
 
-  hvd_stats old = {offsetof(hvd_stats, host_allreduces), 0, 0, 12345};
+  hvd_stats old{};
+  old.struct_size = offsetof(hvd_stats, host_allreduces);
+  old.host_allreduces = 12345;
   ASSERT_EQ(hvd_get_stats(&old), HVD_OK);
   EXPECT_EQ(old.allreduced_bytes, c.allreduced_bytes);
   EXPECT_EQ(old.host_allreduces, 12345u);
+
+  // Large allreduces: through shared memory (one host, HVD_SHARED_MEMORY on)
+  // each counts once as a chosen call, some streamed; elsewhere none do.
+  Tensor big(T::f32, {1 << 18}), bigo(T::f32, {1 << 18});
+  constexpr uint64_t kBig = 6;
+  for (uint64_t i = 0; i < kBig; ++i)
+    ASSERT_EQ(Allreduce("stats.big", big, bigo, HVD_OP_SUM), HVD_OK);
+  hvd_stats d = a;
+  ASSERT_EQ(hvd_get_stats(&d), HVD_OK);
+  const uint64_t chosen = d.shm_chosen_calls - c.shm_chosen_calls;
+  EXPECT_TRUE(chosen == 0 || chosen == kBig) << chosen;
+  EXPECT_LE(d.shm_streamed_calls - c.shm_streamed_calls, chosen);
+  // The first large call faults the segment in, the second is timed plain,
+  // the third streaming.
+  if (chosen > 0 && c.shm_chosen_calls == 0) {
+    EXPECT_GE(d.shm_streamed_calls - c.shm_streamed_calls, 1u);
+  }
 }
 
 // ------------------------------------------------------------------- bool

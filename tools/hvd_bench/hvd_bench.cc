@@ -46,20 +46,30 @@ struct Series {
 };
 
 // hvd's own memory traffic per allreduced byte while `fn` runs `iterations`
-// times, and its collectives per iteration (from hvd_get_stats), or "" where
-// nothing was allreduced on the host.
+// times, its collectives per iteration and the share of its large
+// shared-memory collectives written with streaming stores (from
+// hvd_get_stats), or "" where nothing was allreduced on the host.
 template <typename Fn>
 std::string Traffic(int iterations, const Fn& fn) {
-  hvd_stats a = {sizeof(hvd_stats), 0, 0, 0}, b = a;
+  hvd_stats a{};
+  a.struct_size = sizeof a;
+  hvd_stats b = a;
   Check(hvd_get_stats(&a), "hvd_get_stats");
   fn();
   Check(hvd_get_stats(&b), "hvd_get_stats");
   const double reduced = static_cast<double>(b.allreduced_bytes - a.allreduced_bytes);
   if (reduced <= 0) return "";
-  char text[96];
-  std::snprintf(text, sizeof text, "hvd moves %.1f B per B in %.2f collectives per iteration",
-                static_cast<double>(b.host_bytes_moved - a.host_bytes_moved) / reduced,
-                static_cast<double>(b.host_allreduces - a.host_allreduces) / iterations);
+  char text[128];
+  const int n =
+      std::snprintf(text, sizeof text, "hvd moves %.1f B per B in %.2f collectives per iteration",
+                    static_cast<double>(b.host_bytes_moved - a.host_bytes_moved) / reduced,
+                    static_cast<double>(b.host_allreduces - a.host_allreduces) / iterations);
+  const uint64_t chosen = b.shm_chosen_calls - a.shm_chosen_calls;
+  if (chosen > 0 && n > 0 && n < static_cast<int>(sizeof text)) {
+    std::snprintf(text + n, sizeof text - n, ", %.0f%% streamed",
+                  100.0 * static_cast<double>(b.shm_streamed_calls - a.shm_streamed_calls) /
+                      static_cast<double>(chosen));
+  }
   return text;
 }
 

@@ -369,6 +369,11 @@ typedef struct hvd_stats {
                                   own copies inside MPI or Gloo) */
   uint64_t host_allreduces;    /* host allreduce collectives that carried
                                   them: a fused batch counts once */
+  uint64_t shm_chosen_calls;   /* host-local shared-memory collectives of
+                                  256 KiB or more, where each rank chooses
+                                  plain or streaming stores for what the
+                                  others read (docs/tuning.md) */
+  uint64_t shm_streamed_calls; /* of those, written with streaming stores */
 } hvd_stats;
 
 /* Fills *stats (up to its struct_size); callable at any time, even before

@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "core/common/traffic.h"
+
 namespace hvd {
 
 class StoreChooser {
@@ -75,7 +77,9 @@ class StoreTimer {
         bytes_(bytes),
         choice_(chooser->Choose(bytes)),
         timed_(bytes >= StoreChooser::kMinBytes),
-        start_(timed_ ? Clock::now() : Clock::time_point()) {}
+        start_(timed_ ? Clock::now() : Clock::time_point()) {
+    if (timed_) CountStoreChoice(choice_.stream);
+  }
   bool stream() const { return choice_.stream; }
   // Around each barrier: only the first one's wait is left out.
   void Waiting() {
