@@ -55,9 +55,6 @@ struct ShmComm::SharedCall {
   int64_t base(int64_t k) const { return (k - first) * piece; }
   int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
   bool slot_stream = false;  // what the others read is written with streaming stores
-  void ToSlot(uint8_t* d, const uint8_t* from, int64_t bytes) const {
-    ShmComm::ToSlot(slot_stream, d, from, bytes);
-  }
   // n results from `from` into region g's output at element `at`.
   void Out(const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n) const {
     const auto bytes = static_cast<size_t>(n * es);
@@ -95,7 +92,7 @@ void ShmComm::SharedCopyIn(const SharedCall& c, int64_t k) {
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
            uint8_t* d = mine + (s.lo + to) * es;
            if (!g.in) return ZeroBuffer(d, m, c.dt);  // joined: zeros
-           c.ToSlot(d, At(g.in, at, es), m * es);
+           ToSlot(c.slot_stream, d, At(g.in, at, es), m * es);
          });
   }
   CountMoved(2 * (w - ShareOf(w, size(), rank()).n) * es);
@@ -121,7 +118,7 @@ void ShmComm::SharedReduce(const SharedCall& c, int64_t k) {
       if (r != rank()) ReduceInto(acc, slot(k, r) + (s.lo + b) * es, m, c.dt, c.op);
     }
     if (c.post != 1.0) ScaleBuffer(acc, m, c.dt, c.post);
-    if (acc != place) c.ToSlot(place, acc, m * es);
+    if (acc != place) ToSlot(c.slot_stream, place, acc, m * es);
     Walk(c.regions, c.starts, at0, m,
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
            c.Out(g, at, acc + to * es, j);
