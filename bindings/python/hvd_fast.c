@@ -16,6 +16,8 @@
  *   allreduce_async_
  *              hvd.allreduce_async_ (Horovod's signature) over `allreduce`,
  *              handing what it declines to the Python implementation.
+ *   grouped_allreduce
+ *              the same for a group of tensors under one handle.
  *   Slot       one per DistributedOptimizer parameter: name, options and the
  *              DLTensor of the last gradient seen are kept between steps.
  *   sweep      releases handles that were dropped while still running.
@@ -652,6 +654,129 @@ static PyObject* fast_set_allreduce_async_fallback(PyObject* module, PyObject* f
   Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------- grouped allreduce */
+/* One grouped allreduce's descriptors: hvd copies them at submission, so
+ * they live for the call only. */
+typedef struct {
+  int n;
+  DLTensor* in;
+  DLTensor* out;  /* the same array as `in` when in place */
+  int64_t* shape; /* MAX_DIMS per tensor, for in and out alike */
+  const DLTensor** in_ptr;
+  DLTensor** out_ptr;
+  const char** names; /* NULL: automatic names */
+} Group;
+
+static void group_free(Group* g) {
+  if (g->out != g->in) PyMem_Free(g->out);
+  PyMem_Free(g->in);
+  PyMem_Free(g->shape);
+  PyMem_Free(g->in_ptr);
+  PyMem_Free(g->out_ptr);
+  PyMem_Free(g->names);
+}
+
+/* Names: None, or one str per tensor (borrowed from `names`, which the
+ * caller keeps alive). 1: ok, 0: generic path (it names the error). */
+static int group_names(Group* g, PyObject* names) {
+  if (names == Py_None) return 1;
+  if (!(PyList_CheckExact(names) || PyTuple_CheckExact(names)) ||
+      PySequence_Fast_GET_SIZE(names) != g->n) {
+    return 0;
+  }
+  g->names = PyMem_Calloc((size_t)g->n, sizeof(char*));
+  if (!g->names) return -1;
+  PyObject** items = PySequence_Fast_ITEMS(names);
+  for (int i = 0; i < g->n; ++i) {
+    PyObject* s = items[i];
+    if (!PyUnicode_Check(s)) return 0;
+    if (!(g->names[i] = PyUnicode_AsUTF8(s))) return -1;
+  }
+  return 1;
+}
+
+/* Reads every tensor of `seq` (all must take the lean path) and, out of
+ * place, makes their outputs; *results gets the list wait() returns.
+ * 1: ok, 0: generic path, -1: error (exception set). */
+static int group_read(Group* g, PyObject* seq, int in_place, PyObject** results) {
+  const size_t n = (size_t)g->n;
+  g->in = PyMem_Calloc(n, sizeof(DLTensor));
+  g->shape = PyMem_Calloc(n * MAX_DIMS, sizeof(int64_t));
+  g->in_ptr = PyMem_Calloc(n, sizeof(DLTensor*));
+  g->out_ptr = PyMem_Calloc(n, sizeof(DLTensor*));
+  g->out = in_place ? g->in : PyMem_Calloc(n, sizeof(DLTensor));
+  if (!g->in || !g->shape || !g->in_ptr || !g->out_ptr || !g->out) return -1;
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  for (int i = 0; i < g->n; ++i) {
+    int r = read_torch(items[i], &g->in[i], g->shape + (size_t)i * MAX_DIMS);
+    if (r <= 0) return r;
+    g->in_ptr[i] = &g->in[i];
+    g->out_ptr[i] = &g->out[i];
+  }
+  if (in_place) return (*results = PySequence_List(seq)) ? 1 : -1;
+  if (!(*results = PyList_New(g->n))) return -1;
+  for (int i = 0; i < g->n; ++i) {
+    /* empty_like keeps a contiguous input's (contiguous) layout. */
+    PyObject* o = PyObject_CallOneArg(g_empty_like, items[i]);
+    if (!o) return -1;
+    PyList_SET_ITEM(*results, i, o);
+    g->out[i] = g->in[i];
+    if (data_ptr_of(o, &g->out[i].data) < 0) return -1;
+  }
+  return 1;
+}
+
+/* grouped_allreduce(tensors, in_place, names, op, prescale, postscale,
+ *                   process_set) -> Handle, or None when the generic path
+ * must do it (a tensor off the lean path, names not a list of str).
+ * The generic path prepares each tensor in Python, about 2.5 us a tensor:
+ * 0.4 ms for a model's 174 gradients, a tenth of their whole allreduce.
+ * wait() returns a new list: the tensors themselves (in place) or their
+ * results. */
+static PyObject* fast_grouped_allreduce(PyObject* module, PyObject* const* args,
+                                        Py_ssize_t nargs) {
+  (void)module;
+  if (nargs != 7) {
+    PyErr_SetString(PyExc_TypeError, "grouped_allreduce(tensors, in_place, names, op, "
+                                     "prescale, postscale, process_set)");
+    return NULL;
+  }
+  int op, r;
+  hvd_op_options o;
+  if (!read_op(args[3], &op)) Py_RETURN_NONE;
+  if ((r = read_options(args[4], args[5], args[6], &o)) <= 0) {
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+  }
+  PyObject* seq = PySequence_Fast(args[0], "grouped_allreduce: tensors must be a sequence");
+  if (!seq) return NULL;
+  Group g = {0};
+  PyObject *results = NULL, *handle = NULL;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  r = n > 0 && n <= INT32_MAX ? 1 : 0; /* the generic path reports an empty group */
+  g.n = (int)n;
+  if (r > 0) r = group_names(&g, args[2]);
+  if (r > 0) r = group_read(&g, seq, PyObject_IsTrue(args[1]), &results);
+  if (r > 0) {
+    sweep(0);
+    hvd_handle id = 0;
+    int status = hvd_grouped_allreduce_async(g.names, g.in_ptr, g.out_ptr, g.n,
+                                             (hvd_reduce_op)op, &o, &id);
+    if (status != HVD_OK) {
+      raise_status(status);
+    } else if (!(handle = (PyObject*)handle_new(id, seq, results))) {
+      hvd_release(id); /* running operations may be released; results stay unused */
+    }
+  } else if (r < 0 && !PyErr_Occurred()) {
+    PyErr_NoMemory();
+  }
+  group_free(&g);
+  Py_XDECREF(results);
+  Py_DECREF(seq);
+  if (r == 0) Py_RETURN_NONE;
+  return handle;
+}
+
 /* ------------------------------------------------------------------- Slot */
 /* One parameter of a DistributedOptimizer: what stays the same from step to
  * step is kept here (the name, op and options, the DLTensor of the last
@@ -891,6 +1016,9 @@ static PyMethodDef module_methods[] = {
      "allreduce_async_(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, "
      "process_set=global_process_set, average=None) -> Handle\n\nReduce `tensor` in place "
      "over the ranks (op=None: Average), asynchronously; the Handle's wait() returns it."},
+    {"grouped_allreduce", (PyCFunction)(void (*)(void))fast_grouped_allreduce, METH_FASTCALL,
+     "grouped_allreduce(tensors, in_place, names, op, prescale, postscale, process_set) -> "
+     "Handle or None"},
     {"set_allreduce_async_fallback", (PyCFunction)fast_set_allreduce_async_fallback, METH_O,
      "set_allreduce_async_fallback(fn): where allreduce_async_ sends what it does not take"},
     {"synchronize", (PyCFunction)fast_synchronize, METH_O,

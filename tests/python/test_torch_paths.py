@@ -193,6 +193,72 @@ def test_many_async_through_both_paths(world):
         assert torch.equal(results[0][i], expect) and torch.equal(results[1][i], expect)
 
 
+def _run_grouped(r, process_set):
+    """Groups of every dtype, with and without names and scaling, in the four
+    grouped forms (blocking and async, out of place and in place)."""
+    waits = []
+    for seed, dtype in enumerate(DTYPES):
+        ops_ = [hvd.Sum, hvd.Max] + ([hvd.Average] if dtype in FLOATS else [])
+        for op in ops_:
+            xs = [_inputs(dtype, shape, r, seed * 10 + i) for i, shape in enumerate(SHAPES)]
+            scale = dict(prescale_factor=0.5, postscale_factor=2.0) \
+                if dtype in FLOATS and op != hvd.Max else {}
+            name = "grouped.%d.%d.%d" % (process_set.process_set_id, seed, op)
+            kw = dict(op=op, process_set=process_set, **scale)
+            waits.append(hvd.grouped_allreduce_async(xs, name=name + ".a", **kw).wait)
+            ys = [x.clone() for x in xs]
+            h = hvd.grouped_allreduce_async_(ys, **kw)  # automatic names
+            waits.append(lambda h=h, ys=ys: [y for y in hvd.synchronize(h)] + ys)
+            out = hvd.grouped_allreduce(xs, name=name + ".c", **kw)
+            waits.append(lambda out=out: out)
+            zs = [torch.nn.Parameter(x.clone()) if dtype in FLOATS else x.clone() for x in xs]
+            back = hvd.grouped_allreduce_(zs, name=name + ".d", **kw)
+            waits.append(lambda back=back, zs=zs: [b.detach().clone() for b in back] +
+                         [z.detach().clone() for z in zs])
+    return [t for w in waits for t in w()]
+
+
+def test_grouped_lean_and_generic_paths_give_the_same_bits(world, monkeypatch):
+    """hvd._hvd_fast.grouped_allreduce (the lean path of contiguous CPU torch
+    groups) against the generic one: the same bits, in place where asked, and
+    the generic path only where a tensor needs it."""
+    r, n = hvd.rank(), hvd.size()
+    pair = hvd.add_process_set([0, 1])
+    seen = []
+    real = _tensor.prepare
+    monkeypatch.setattr(ops, "prepare", lambda obj: seen.append(type(obj).__name__) or real(obj))
+    try:
+        lean = _run_grouped(r, hvd.global_process_set)
+        lean_pair = _run_grouped(r, pair) if r < 2 else None
+        lean_seen, seen[:] = list(seen), []
+        monkeypatch.setattr(ops, "_fast_grouped_allreduce", lambda *args: None)
+        generic = _run_grouped(r, hvd.global_process_set)
+        generic_pair = _run_grouped(r, pair) if r < 2 else None
+        generic_seen, seen[:] = len(seen), []
+        monkeypatch.undo()
+        ones = [torch.ones(2), torch.ones(3, 1)]
+        same = [a is b for a, b in zip(hvd.grouped_allreduce_(ones, op=hvd.Sum), ones)]
+        # One tensor off the lean path (non-contiguous) sends the whole group the generic way.
+        mixed = [torch.full((3,), float(r + 1)), torch.full((2, 3), float(r + 1)).t()]
+        monkeypatch.setattr(ops, "prepare", lambda obj: seen.append(type(obj).__name__) or
+                            real(obj))
+        mixed_out = hvd.grouped_allreduce_(mixed, name="grouped.mixed", op=hvd.Sum)
+    finally:
+        hvd.remove_process_set(pair)
+    assert lean_seen == [] and generic_seen > 0 and same == [True, True]
+    assert all(torch.equal(o, torch.full(o.shape, float(n))) for o in ones)
+    _assert_bitwise_equal(lean, generic)
+    if r < 2:
+        _assert_bitwise_equal(lean_pair, generic_pair)
+    tri = float(n * (n + 1) // 2)
+    assert seen == ["Tensor", "Tensor"] and mixed_out[1] is mixed[1]
+    assert all(torch.equal(m, torch.full(m.shape, tri)) for m in mixed)
+    # And the values are right: the first group is int-valued uint8, Sum, out of place.
+    for i, shape in enumerate(SHAPES):
+        expect = sum(_inputs(torch.uint8, shape, q, i) for q in range(n))
+        assert torch.equal(lean[i], expect), i
+
+
 def test_lean_handle_timeout_error_and_orphans(world):
     r = hvd.rank()
     if r != 0:

@@ -4,10 +4,10 @@ Every collective has a blocking form and an `_async` form returning a
 Handle; results come back in the caller's type. Forms ending in `_` work in
 place on the caller's tensor and return it.
 
-Allreduces of contiguous CPU torch tensors take the lean path
-(hvd._hvd_fast.allreduce, in C; allreduce_async_ is in C whole); every other
-input takes the generic one (prepare -> DLTensor -> the SWIG module), with
-the same results.
+Allreduces of contiguous CPU torch tensors, alone or grouped, take the lean
+path (hvd._hvd_fast.allreduce and grouped_allreduce, in C; allreduce_async_
+is in C whole); every other input takes the generic one (prepare -> DLTensor
+-> the SWIG module), with the same results.
 """
 import warnings
 
@@ -28,6 +28,7 @@ Max = _c.HVD_OP_MAX
 Product = _c.HVD_OP_PRODUCT
 
 _fast_allreduce = _hvd_fast.allreduce
+_fast_grouped_allreduce = _hvd_fast.grouped_allreduce
 
 
 def _options(process_set, native=None, prescale_factor=1.0, postscale_factor=1.0):
@@ -131,13 +132,18 @@ def _grouped_names(name, count):
 def grouped_allreduce_async(tensors, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set, average=None):
     op = resolve_op(op, average)
+    names = _grouped_names(name, len(tensors))
+    handle = _fast_grouped_allreduce(tensors, False, names, op, prescale_factor,
+                                     postscale_factor, process_set)
+    if handle is not None:
+        return handle
     preps = [prepare(t) for t in tensors]
     outs = [empty_like(p.native) for p in preps]
     dins = [dltensor(p.native) for p in preps]
     douts = [dltensor(o) for o in outs]
     opts = _options(process_set, preps[0].native if preps else None, prescale_factor,
                     postscale_factor)
-    hid = _submit(_c.hvd_grouped_allreduce_async, _grouped_names(name, len(preps)), dins, douts,
+    hid = _submit(_c.hvd_grouped_allreduce_async, names, dins, douts,
                   len(preps), op, opts)
     return Handle(hid, (preps, outs, dins, douts, opts),
                   lambda _: [p.to_caller(o) for p, o in zip(preps, outs)])
@@ -162,6 +168,10 @@ def grouped_allreduce_named_async_(tensors, names, op=None, prescale_factor=1.0,
                                    postscale_factor=1.0, process_set=global_process_set):
     """grouped_allreduce_async_ with one name per tensor (or names=None)."""
     op = resolve_op(op, None)
+    handle = _fast_grouped_allreduce(tensors, True, names, op, prescale_factor, postscale_factor,
+                                     process_set)
+    if handle is not None:
+        return handle
     preps = [prepare(t) for t in tensors]
     ds = [dltensor(p.native) for p in preps]
     opts = _options(process_set, preps[0].native if preps else None, prescale_factor,
