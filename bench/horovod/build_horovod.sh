@@ -7,7 +7,9 @@
 #     INSTALL_DIR  default /work/horovod-install  (use with PYTHONPATH=INSTALL_DIR)
 #
 # Needs (Debian 12): cmake g++ libopenmpi-dev openmpi-bin python3-torch
-#   libtorch-dev pybind11-dev libboost-dev libeigen3-dev; optional mirrors (see below).
+#   libtorch-dev pybind11-dev libboost-dev libeigen3-dev, and the mirrors of
+#   horovod/horovod and google/flatbuffers (the session tool `fetch`); gloo,
+#   HTTPRequest and LBFGSpp mirrors are optional (see below).
 # Never installs into the system site-packages: that would shadow the project's
 # `horovod` compatibility package.
 set -euo pipefail
@@ -49,11 +51,10 @@ fill_submodule third_party/lbfgs yixuan+LBFGSpp || {
   ln -sfn /usr/include/LBFGS.h "$SRC/third_party/lbfgs/include/LBFGS.h"
   ln -sfn /usr/include/LBFGSpp "$SRC/third_party/lbfgs/include/LBFGSpp"
 }
+# Debian's libflatbuffers-dev (2.0.8) does not compile the tag's generated
+# message code (VerifyField's signature changed): the mirror is needed.
 fill_submodule third_party/flatbuffers google+flatbuffers || {
-  # Debian's libflatbuffers-dev headers (2.0.8) compile the tag's generated code.
-  mkdir -p "$SRC/third_party/flatbuffers"
-  ln -sfn /usr/include "$SRC/third_party/flatbuffers/include"
-}
+  say "fetch github:google/flatbuffers first (Debian's headers do not fit)"; exit 1; }
 rmdir "$SRC/third_party/eigen" 2>/dev/null || rm -rf "$SRC/third_party/eigen"
 ln -sfn /usr/include/eigen3 "$SRC/third_party/eigen"
 GLOO_FLAG=HOROVOD_WITH_GLOO
