@@ -208,7 +208,7 @@ def _run_grouped(r, process_set):
             waits.append(hvd.grouped_allreduce_async(xs, name=name + ".a", **kw).wait)
             ys = [x.clone() for x in xs]
             h = hvd.grouped_allreduce_async_(ys, **kw)  # automatic names
-            waits.append(lambda h=h, ys=ys: [y for y in hvd.synchronize(h)] + ys)
+            waits.append(lambda h=h, ys=ys: list(hvd.synchronize(h)) + ys)
             out = hvd.grouped_allreduce(xs, name=name + ".c", **kw)
             waits.append(lambda out=out: out)
             zs = [torch.nn.Parameter(x.clone()) if dtype in FLOATS else x.clone() for x in xs]
