@@ -537,6 +537,21 @@ static int read_options(PyObject* pre, PyObject* post, PyObject* ps, hvd_op_opti
   return read_process_set(ps, &o->process_set);
 }
 
+/* op, prescale, postscale, process_set (args[0..3]) -> *op, *o. 1: ok,
+ * 0: generic path, -1: error (exception set). */
+static int read_reduce_args(PyObject* const* args, int* op, hvd_op_options* o) {
+  if (!read_op(args[0], op)) return 0;
+  return read_options(args[1], args[2], args[3], o);
+}
+
+/* A new tensor for a contiguous input's result (torch.empty_like keeps the
+ * layout); its data pointer in *data. NULL with an exception on failure. */
+static PyObject* new_output(PyObject* like, void** data) {
+  PyObject* o = PyObject_CallOneArg(g_empty_like, like);
+  if (o && data_ptr_of(o, data) < 0) Py_CLEAR(o);
+  return o;
+}
+
 /* allreduce(tensor, output, name, op, prescale, postscale, process_set)
  *   -> Handle, or None when the generic path must do it.
  * output: the same object as tensor (in place), or None (a new tensor from
@@ -559,8 +574,7 @@ static PyObject* fast_allreduce(PyObject* module, PyObject* const* args, Py_ssiz
     cname = PyUnicode_AsUTF8(name);
     if (!cname) return NULL;
   }
-  if (!read_op(args[3], &op)) Py_RETURN_NONE;
-  if ((r = read_options(args[4], args[5], args[6], &o)) <= 0) {
+  if ((r = read_reduce_args(args + 3, &op, &o)) <= 0) {
     if (r < 0) return NULL;
     Py_RETURN_NONE;
   }
@@ -574,13 +588,7 @@ static PyObject* fast_allreduce(PyObject* module, PyObject* const* args, Py_ssiz
     Py_INCREF(tensor);
     out = tensor;
   } else if (output == Py_None) {
-    /* empty_like keeps a contiguous input's (contiguous) layout. */
-    out = PyObject_CallOneArg(g_empty_like, tensor);
-    if (!out) return NULL;
-    if (data_ptr_of(out, &dout.data) < 0) {
-      Py_DECREF(out);
-      return NULL;
-    }
+    if (!(out = new_output(tensor, &dout.data))) return NULL;
   } else {
     PyErr_SetString(PyExc_ValueError, "allreduce: output must be the input tensor or None");
     return NULL;
@@ -716,12 +724,10 @@ static int group_read(Group* g, PyObject* seq, int in_place, PyObject** results)
   if (in_place) return (*results = PySequence_List(seq)) ? 1 : -1;
   if (!(*results = PyList_New(g->n))) return -1;
   for (int i = 0; i < g->n; ++i) {
-    /* empty_like keeps a contiguous input's (contiguous) layout. */
-    PyObject* o = PyObject_CallOneArg(g_empty_like, items[i]);
+    g->out[i] = g->in[i];
+    PyObject* o = new_output(items[i], &g->out[i].data);
     if (!o) return -1;
     PyList_SET_ITEM(*results, i, o);
-    g->out[i] = g->in[i];
-    if (data_ptr_of(o, &g->out[i].data) < 0) return -1;
   }
   return 1;
 }
@@ -743,8 +749,7 @@ static PyObject* fast_grouped_allreduce(PyObject* module, PyObject* const* args,
   }
   int op, r;
   hvd_op_options o;
-  if (!read_op(args[3], &op)) Py_RETURN_NONE;
-  if ((r = read_options(args[4], args[5], args[6], &o)) <= 0) {
+  if ((r = read_reduce_args(args + 3, &op, &o)) <= 0) {
     if (r < 0) return NULL;
     Py_RETURN_NONE;
   }
