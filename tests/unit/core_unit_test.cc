@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "core/common/config.h"
@@ -323,8 +324,10 @@ TEST(ResponseCache, EvictsTheLeastRecentlyUsedOfMany) {
 
 // StoreChooser: small calls stay plain; the first large call (cold) is
 // not timed; each way is timed once, then the faster is used, with the
-// other tried every kExplore-th large call; a tried way's new time counts
-// whole; a call much slower than its way's figure has the other tried next.
+// other tried after kExplore large calls, the interval doubling (up to
+// kMaxExplore) with each try that confirms the choice and back to kExplore
+// after one that does not; a tried way's new time counts whole; a call much
+// slower than its way's figure has the other tried next.
 TEST(StoreChooser, TimesBothWaysThenKeepsTheFasterAndTriesTheOther) {
   StoreChooser c;
   const int64_t big = StoreChooser::kMinBytes, small = big - 1;
@@ -341,17 +344,22 @@ TEST(StoreChooser, TimesBothWaysThenKeepsTheFasterAndTriesTheOther) {
   auto second = c.Choose(big);
   EXPECT_TRUE(second.stream);
   EXPECT_TRUE(second.explore);
-  c.Record(second, big, 1.0 * big);  // streaming: 1 ns per byte
-  for (uint64_t call = 1; call <= 3 * n; ++call) {
+  c.Record(second, big, 1.0 * big);    // streaming: 1 ns per byte
+  EXPECT_EQ(c.explore_interval(), n);  // the first timing of a way confirms nothing
+  static_assert(StoreChooser::kMaxExplore == 4 * StoreChooser::kExplore, "tries below");
+  const std::set<uint64_t> tries = {n, 3 * n, 7 * n, 11 * n};  // intervals n, 2n, 4n, 4n
+  for (uint64_t call = 1; call <= 11 * n; ++call) {
     const auto choice = c.Choose(big);
-    EXPECT_EQ(choice.explore, call % n == 0) << call;
+    EXPECT_EQ(choice.explore, tries.count(call) == 1) << call;
     EXPECT_EQ(choice.stream, !choice.explore) << call;
     EXPECT_FALSE(c.Choose(small).stream);  // small calls do not count
     c.Record(choice, big, (choice.stream ? 1.0 : 3.0) * big);
   }
+  EXPECT_EQ(c.explore_interval(), StoreChooser::kMaxExplore);
   // Plain became faster (the cores share a cache again): one try says so.
   c.Record({false, true}, big, 0.5 * big);
   EXPECT_EQ(c.ns_per_byte(false), 0.5);
+  EXPECT_EQ(c.explore_interval(), n);
   EXPECT_FALSE(c.Choose(big).stream);
   // The way in use drifts: 0.7 of the old figure, 0.3 of the new.
   c.Record({false, false}, big, 0.6 * big);
@@ -365,6 +373,7 @@ TEST(StoreChooser, TimesBothWaysThenKeepsTheFasterAndTriesTheOther) {
   next = c.Choose(big);
   ASSERT_FALSE(next.stream);
   c.Record(next, big, 4.0 * big);
+  EXPECT_EQ(c.explore_interval(), n);
   next = c.Choose(big);
   EXPECT_TRUE(next.stream);
   EXPECT_TRUE(next.explore);
