@@ -12,7 +12,8 @@ mpirun (or, for the C API, hvdrun: --launcher hvdrun --what c), alternating
 then prints, per set, the distribution over launches (min / median / max)
 of hvd and of the best raw pattern side by side, the per-launch ratio
 hvd / best raw of the same launch (the faster of before-init and hvd-idle),
-hvd's spread max/min, raw's, and the goals of issue 32.
+hvd's spread max/min, raw's, and the goals of issue 32. --paired adds, for
+both, hvd and the raw patterns timed in turn iteration by iteration.
 
     /usr/bin/python3 bench/launches/run_launches.py [-n 20] [--budget-min 25]
     /usr/bin/python3 bench/launches/run_launches.py --summarize OUT_DIR
@@ -153,6 +154,8 @@ class Runner:
                         "--csv", os.path.join(a.out, "torch_%02d.csv" % i)]
         if a.big_iters:
             cmd += ["--big-iters", str(a.big_iters)]
+        if a.paired:
+            cmd.append("--paired")
         return self.run(cmd, "torch_%02d" % i)
 
 
@@ -291,6 +294,8 @@ def summarize(out):
     fails += summarize_tool(out, "c_", "C API (hvd_bench --paired, in place)", per_launch,
                             w4_prefix="c_w4_", impl="hvd, in place (paired)", paired=True)
     fails += summarize_tool(out, "torch_", "torch (launch_bench.py)", per_launch)
+    fails += summarize_tool(out, "torch_", "torch (launch_bench.py --paired)", per_launch,
+                            impl="hvd (paired)", paired=True)
     with open(os.path.join(out, "per_launch.csv"), "w") as f:
         f.write("\n".join(per_launch) + "\n")
     print("\nper launch: %s" % os.path.join(out, "per_launch.csv"))
@@ -318,8 +323,9 @@ def main():
     p.add_argument("--pythonpath", help="prepended to PYTHONPATH for the Python run "
                    "(e.g. /work/horovod-install with --module horovod.torch)")
     p.add_argument("--paired", action="store_true",
-                   help="hvd_bench --paired on the large sets: hvd and the raw patterns also "
-                        "timed iteration by iteration, in turn (a third table)")
+                   help="hvd_bench --paired and launch_bench.py --paired on the large sets: hvd "
+                        "and the raw patterns also timed iteration by iteration, in turn (a "
+                        "third table, and a second for torch)")
     p.add_argument("--perf", action="store_true",
                    help="run each hvd_bench rank under perf stat (OUT_DIR/perf_*.rankN)")
     p.add_argument("--what", choices=["both", "c", "torch"], default="both")

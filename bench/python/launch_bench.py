@@ -24,6 +24,14 @@ before the binding's init(); then init(comm=MPI.COMM_WORLD) (or init() with
 binding idle]. A figure is the median over rounds of each round's median
 (rank 0), with the range over rounds.
 
+--paired (sets of 1 MiB or more) also times the binding and each raw
+pattern iteration by iteration, in turn (forward and backward alternately,
+a barrier before each, the first of each checked exactly), as hvd_bench
+--paired does: in blocks the first raw pattern of a set meets its buffer
+cold and the later ones warm, while the binding, timed after the other
+sets, meets it cold; a set that fits the cache takes about five iterations
+to warm. Rows "(paired)", whose ratio is to the best paired raw.
+
 --csv writes hvd_bench's columns (workload,impl,median_ms,min_ms,max_ms,
 busbw_gbs,ratio_to_best_raw) and the same impl names ("hvd" is the binding's
 row whatever the module, so bench/launches/summarize.py reads both), where
@@ -44,6 +52,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SHAPES_DIR = os.path.join(ROOT, "tools", "hvd_bench", "shapes")
 MiB = 1 << 20
+# A set of at most this size stays in this host's last-level cache between
+# iterations once warm, which takes it about five: new or evicted by the
+# sets before it, the first of them run 1.2-1.7x slower, for raw MPI and
+# the binding alike. In blocks the later raw patterns meet it warm, so each
+# implementation gets at least WARM_ITERS warm-up iterations on such a set.
+CACHED_SET_BYTES, WARM_ITERS = 128 * MiB, 5
 
 
 def read_shapes(path):
@@ -88,6 +102,8 @@ class Set:
             self.iters = args.iters if args.iters is not None else iters
         else:
             self.warmup, self.iters = warmup, iters
+        if MiB <= self.nbytes <= CACHED_SET_BYTES:
+            self.warmup = max(self.warmup, WARM_ITERS)
         if self.nbytes > (256 << 20) and args.big_iters is not None:
             self.iters = args.big_iters
         self.buf = torch.full((sum(self.counts),), float(rank + 1))
@@ -170,6 +186,28 @@ def time_it(s, fn, barrier, rank, size):
     return statistics.median(times), ok
 
 
+def time_paired(s, impls, barrier, rank, size):
+    """{name: median ms}, {name: first run right} of [(name, fn)], timed in
+    turn iteration by iteration."""
+    ok = {}
+    for name, fn in impls:
+        s.reset(rank)
+        barrier()
+        fn()
+        ok[name] = s.correct(size)
+    s.reset(rank)  # later iterations keep summing in place: the values grow, the work does not
+    times = {name: [] for name, _ in impls}
+    for it in range(s.warmup + s.iters):
+        for name, fn in (impls if it % 2 == 0 else impls[::-1]):
+            barrier()
+            t0 = time.perf_counter()
+            fn()
+            t1 = time.perf_counter()
+            if it >= s.warmup:
+                times[name].append((t1 - t0) * 1e3)
+    return {name: statistics.median(v) for name, v in times.items()}, ok
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sets", default="W1,W2,W2b,W5,W6,W4",
@@ -180,7 +218,9 @@ def main():
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--iters", type=int, help="timed iterations of sets of 1 MiB or more "
                    "(default: hvd_bench's per set; smaller sets always keep theirs)")
-    p.add_argument("--warmup", type=int, help="warm-up iterations of sets of 1 MiB or more")
+    p.add_argument("--warmup", type=int, help="warm-up iterations of sets of 1 MiB or more "
+                   "(at least %d up to %d MiB: CACHED_SET_BYTES)" % (WARM_ITERS,
+                                                                    CACHED_SET_BYTES // MiB))
     p.add_argument("--big-iters", type=int,
                    help="timed iterations for sets over 256 MiB (default: --iters)")
     p.add_argument("--chunk-bytes", type=int,
@@ -194,6 +234,9 @@ def main():
     p.add_argument("--plain-init", action="store_true",
                    help="init() instead of init(comm=MPI.COMM_WORLD)")
     p.add_argument("--no-raw", action="store_true", help="skip the raw MPI patterns")
+    p.add_argument("--paired", action="store_true",
+                   help="also time the binding and the raw patterns in turn, iteration by "
+                        "iteration, on sets of 1 MiB or more")
     p.add_argument("--csv", help="rank 0 writes the rows here")
     args = p.parse_args()
 
@@ -238,18 +281,33 @@ def main():
                          % (args.module, hvd.rank(), hvd.size(), rank, size))
     allreduce_async_, synchronize, Sum = hvd.allreduce_async_, hvd.synchronize, hvd.Sum
 
+    def binding_iter(s):
+        handles = [allreduce_async_(v, name=n, op=Sum) for v, n in zip(s.views, s.names)]
+        for h in handles:
+            synchronize(h)
+
+    def paired_round():
+        for s in sets:
+            if not s.align or not patterns[s.name]:
+                continue
+            impls = [("hvd", lambda s=s: binding_iter(s))] + [
+                ("raw MPI " + name, fn) for name, fn in patterns[s.name].items()]
+            medians, oks = time_paired(s, impls, comm.Barrier, rank, size)
+            for name, ms in medians.items():
+                record(s, name + " (paired)", ms, oks[name])
+            record(s, "best raw MPI (paired)",
+                   min(ms for name, ms in medians.items() if name != "hvd"), True)
+
     for _ in range(args.rounds):
         for s in sets:
-            def binding_iter(s=s):
-                handles = [allreduce_async_(v, name=n, op=Sum) for v, n in zip(s.views, s.names)]
-                for h in handles:
-                    synchronize(h)
-            ms, ok = time_it(s, binding_iter, hvd.barrier, rank, size)
+            ms, ok = time_it(s, lambda s=s: binding_iter(s), hvd.barrier, rank, size)
             record(s, "hvd", ms, ok)
             if rank == 0:
                 print("launch_bench: %s %s %.3f ms" % (s.name, args.module, ms), file=sys.stderr,
                       flush=True)
         raw_round(" (hvd idle)")
+        if args.paired:
+            paired_round()
 
     failed = comm.allreduce(0 if all(checks.values()) else 1, op=MPI.MAX)
     if rank == 0:
@@ -258,14 +316,17 @@ def main():
         out.writerow(["workload", "impl", "median_ms", "min_ms", "max_ms", "busbw_gbs",
                       "ratio_to_best_raw"])
         for s in sets:
-            best = series.get((s.name, "best raw MPI"))
-            best_ms = statistics.median(best) if best else None
+            best_ms = {}
+            for kind in ("best raw MPI", "best raw MPI (paired)"):
+                best = series.get((s.name, kind))
+                best_ms[kind] = statistics.median(best) if best else None
             for (name, impl), values in series.items():
                 if name != s.name:
                     continue
                 med = statistics.median(values)
                 busbw = s.nbytes / (med * 1e-3) * 2 * (size - 1) / size / 1e9
-                ratio = "%.4f" % (med / best_ms) if best_ms else ""
+                b = best_ms["best raw MPI (paired)" if impl.endswith("(paired)") else "best raw MPI"]
+                ratio = "%.4f" % (med / b) if b else ""
                 if not checks[(name, impl)]:
                     impl += " WRONG RESULT"
                 out.writerow([name, impl, "%.6f" % med, "%.6f" % min(values),
