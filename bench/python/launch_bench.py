@@ -27,10 +27,10 @@ binding idle]. A figure is the median over rounds of each round's median
 --paired (sets of 1 MiB or more) also times the binding and each raw
 pattern iteration by iteration, in turn (forward and backward alternately,
 a barrier before each, the first of each checked exactly), as hvd_bench
---paired does: in blocks the first raw pattern of a set meets its buffer
-cold and the later ones warm, while the binding, timed after the other
-sets, meets it cold; a set that fits the cache takes about five iterations
-to warm. Rows "(paired)", whose ratio is to the best paired raw.
+--paired does: in blocks the later raw patterns of a set meet its buffer
+warmed by the earlier ones, the binding meets it as the other sets left it
+(see CACHED_SET_BYTES), and the machine may drift between blocks. Rows
+"(paired)", whose ratio is to the best paired raw.
 
 --csv writes hvd_bench's columns (workload,impl,median_ms,min_ms,max_ms,
 busbw_gbs,ratio_to_best_raw) and the same impl names ("hvd" is the binding's
