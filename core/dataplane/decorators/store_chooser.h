@@ -6,9 +6,9 @@
 // and streaming stores, through memory, are about 3x faster. A VM's vCPUs
 // move between the two for seconds at a time (docs/benchmarks.md, "slow
 // mode"), so no fixed choice holds: each member times its large calls both
-// ways and uses the faster, trying the other every kExplore-th large call,
-// and at once after a call much slower than its way's figure (the state
-// has likely changed). A try costs: the slower way takes 1.4-1.9x as long
+// ways and uses the faster, trying the other now and then (below), and at
+// once after a call much slower than its way's figure (the state has
+// likely changed). A try costs: the slower way takes 1.4-1.9x as long
 // with the cores sharing a cache (streaming) and about 3.5x without
 // (plain), 3-15% of every call on average when tried every 16th. So each
 // try that confirms the choice by a clear margin doubles the interval, up
