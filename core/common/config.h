@@ -66,6 +66,11 @@ struct Config {
   int64_t allreduce_chunk_bytes = 4LL * 1024 * 1024;
   bool allreduce_chunk_bytes_fixed = false;  // set by HVD_ALLREDUCE_CHUNK_BYTES
   int cache_capacity = 1024;                 // 0 disables the response cache
+  // How long hvd_wait keeps its core (yielding it to anything runnable)
+  // before it sleeps; -1: 1000 us where this host's ranks have a core
+  // each, else 0. A core that goes idle on a busy VM host can take
+  // milliseconds to be woken (docs/tuning.md).
+  int64_t wait_spin_us = -1;
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;  // 0 = never
   bool stall_check_disabled = false;

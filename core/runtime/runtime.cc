@@ -108,6 +108,15 @@ Status CreateComms(const InitArgs& args, const Config& config, const BackendEntr
   return Status::OK();
 }
 
+// hvd_wait's spin (Config::wait_spin_us): only where every rank of this
+// host can have a core, as the shared-memory barriers; with more ranks
+// than cores a yielding waiter would hand a peer's work whole time slices.
+std::chrono::nanoseconds WaitSpin(const Config& config, int local_size) {
+  if (config.wait_spin_us >= 0) return std::chrono::microseconds(config.wait_spin_us);
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return local_size <= cores ? std::chrono::microseconds(1000) : std::chrono::microseconds(0);
+}
+
 }  // namespace
 
 Runtime& Runtime::Get() {
@@ -250,6 +259,7 @@ Status Runtime::Init(const InitArgs& args) {
   tuned_.fusion_threshold_bytes = config_.fusion_threshold_bytes;
   tuned_.cycle_time_ms = config_.cycle_time_ms;
   tuned_.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
+  HandleState::SetWaitSpin(WaitSpin(config_, topo_.local_size));
   autotuner_.reset();
   if (config_.autotune && topo_.rank == 0) autotuner_ = std::make_unique<Autotuner>(config_, 0);
   if (!config_.timeline_path.empty()) {

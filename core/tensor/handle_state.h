@@ -82,6 +82,9 @@ class HandleState {
     poller_ = std::move(poller);
     poll_budget_ = budget;
   }
+  // How long Wait keeps the core before it sleeps (Config::wait_spin_us);
+  // set at init for every handle.
+  static void SetWaitSpin(std::chrono::nanoseconds spin);
 
  private:
   // Marks one tensor done; true (with what to do next) when it was the
@@ -91,6 +94,8 @@ class HandleState {
   // Wait's first part for handles with a poller: polls for a short while;
   // true once done.
   bool WaitPolling();
+  // Wait's first part for the others: true once done within the spin.
+  bool WaitSpinning(int64_t timeout_ms);
   // Wakes the threads blocked in Wait.
   void WakeWaiters();
   uint32_t* done_word() { return reinterpret_cast<uint32_t*>(&done_); }

@@ -398,7 +398,18 @@ TEST(Config, DefaultsAliasesAndErrors) {
   EXPECT_EQ(c.fusion_threshold_bytes, 128LL * 1024 * 1024);
   EXPECT_EQ(c.cycle_time_ms, 1.0);
   EXPECT_EQ(c.cache_capacity, 1024);
+  EXPECT_EQ(c.wait_spin_us, -1);  // the runtime's choice
   EXPECT_FALSE(c.fusion_threshold_fixed);
+  setenv("HVD_WAIT_SPIN_US", "0", 1);
+  ASSERT_TRUE(Config::FromEnvironment(&c).ok());
+  EXPECT_EQ(c.wait_spin_us, 0);
+  for (const char* bad : {"-1", "2000000", "1ms"}) {
+    setenv("HVD_WAIT_SPIN_US", bad, 1);
+    const Status w = Config::FromEnvironment(&c);
+    EXPECT_EQ(w.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(w.message().find("HVD_WAIT_SPIN_US"), std::string::npos) << w.message();
+  }
+  unsetenv("HVD_WAIT_SPIN_US");
 
   setenv("HOROVOD_FUSION_THRESHOLD", "1024", 1);
   ASSERT_TRUE(Config::FromEnvironment(&c).ok());

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <random>
 #include <string>
@@ -18,6 +19,11 @@
 
 namespace hvd {
 namespace {
+
+// Leaves hvd_wait's spin as the other tests expect it (none).
+struct NoSpinAfter {
+  ~NoSpinAfter() { HandleState::SetWaitSpin(std::chrono::nanoseconds(0)); }
+};
 
 std::shared_ptr<HandleState> NewState() {
   return std::make_shared<HandleState>(1, nullptr);
@@ -421,7 +427,10 @@ TEST(HandleState, GroupFinishesOnceWithTheFirstError) {
 // Completion is lock-free; a thread that sleeps in Wait must still be woken
 // whichever side comes first. Many rounds of a racing waiter and completer.
 TEST(HandleState, WaiterIsNeverLeftAsleep) {
-  for (int round = 0; round < 2000; ++round) {
+  const NoSpinAfter restore;
+  for (int round = 0; round < 4000; ++round) {
+    // Half the rounds spin a little first (HVD_WAIT_SPIN_US), then sleep.
+    HandleState::SetWaitSpin(std::chrono::microseconds(round < 2000 ? 0 : 2));
     auto h = std::make_shared<HandleState>(2, nullptr);
     std::thread waiter([h] {
       bool timed_out = false;
@@ -435,6 +444,37 @@ TEST(HandleState, WaiterIsNeverLeftAsleep) {
     waiter.join();
     ASSERT_TRUE(h->done());
   }
+}
+
+// hvd_wait keeps its core for a while (HVD_WAIT_SPIN_US) before it sleeps:
+// a completion within the spin is seen without a futex wake-up, one after
+// it still wakes the sleeper, and the spin never outlasts the caller's
+// timeout.
+TEST(HandleState, SpinningWaitSeesCompletionAndKeepsTheTimeout) {
+  using Clock = std::chrono::steady_clock;
+  const NoSpinAfter restore;
+  HandleState::SetWaitSpin(std::chrono::milliseconds(20));
+  for (const auto delay : {std::chrono::milliseconds(1), std::chrono::milliseconds(60)}) {
+    auto h = std::make_shared<HandleState>(1, nullptr);
+    std::thread completer([h, delay] {
+      std::this_thread::sleep_for(delay);
+      h->Complete(Status::Backend("done"));
+    });
+    const auto start = Clock::now();
+    EXPECT_EQ(h->Wait(10000).code(), Code::kBackend);
+    EXPECT_GE(Clock::now() - start, delay);
+    completer.join();
+  }
+  HandleState::SetWaitSpin(std::chrono::seconds(1));
+  HandleState never(1, nullptr);
+  const auto start = Clock::now();
+  bool timed_out = false;
+  EXPECT_EQ(never.Wait(30, &timed_out).code(), Code::kTimeout);
+  EXPECT_TRUE(timed_out);
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));  // not the 1 s spin
+  const auto poll = Clock::now();
+  EXPECT_EQ(never.Wait(0).code(), Code::kTimeout);
+  EXPECT_LT(Clock::now() - poll, std::chrono::milliseconds(100));  // a zero timeout never spins
 }
 
 }  // namespace

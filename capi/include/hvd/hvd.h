@@ -307,7 +307,9 @@ HVD_API hvd_status hvd_batch_isend_irecv(const hvd_p2p_op* ops, int count,
 HVD_API hvd_status hvd_poll(hvd_handle handle);
 
 /* Block until done or timeout_ms passes (negative: no limit). Returns the
- * operation's status, or HVD_ERR_TIMEOUT (the operation keeps running). */
+ * operation's status, or HVD_ERR_TIMEOUT (the operation keeps running).
+ * Keeps the core, yielding it, for up to HVD_WAIT_SPIN_US before it sleeps
+ * (docs/tuning.md). */
 HVD_API hvd_status hvd_wait(hvd_handle handle, int64_t timeout_ms);
 
 /* Forget a handle. Releasing a running operation is allowed: it completes in

@@ -1,0 +1,80 @@
+/* W4 through the C API, iteration by iteration (docs/benchmarks.md, "CPU
+ * steal"): 1000 tensors of ELEMS floats (default 256: 1 KiB), submitted
+ * async in place, then waited for. Prints per rank the median time to
+ * submit them, to the first completion and to the last, over N iterations.
+ *
+ *   gcc -O2 -o /tmp/w4_wait_probe bench/notebook/w4_wait_probe.c -Icapi/include \
+ *       -Lbuild/capi -lhvd -Wl,-rpath,$PWD/build/capi
+ *   mpirun -np 2 /tmp/w4_wait_probe 400      # HVD_WAIT_SPIN_US=0: sleep at once
+ */
+#include <hvd/hvd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+enum { kTensors = 1000 };
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int by_value(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double* v, int n) {
+  qsort(v, n, sizeof *v, by_value);
+  return v[n / 2];
+}
+
+int main(int argc, char** argv) {
+  const int iters = argc > 1 ? atoi(argv[1]) : 200;
+  int64_t elems = getenv("ELEMS") ? atoll(getenv("ELEMS")) : 256;
+  if (iters < 1 || elems < 1 || hvd_init() != HVD_OK) {
+    fprintf(stderr, "usage: w4_wait_probe [iterations] (under mpirun): %s\n", hvd_last_error());
+    return 1;
+  }
+  float* buf = calloc(kTensors * elems, sizeof(float));
+  static char names[kTensors][16];
+  static DLTensor t[kTensors];
+  static hvd_handle h[kTensors];
+  for (int i = 0; i < kTensors; i++) {
+    DLTensor x = {0};
+    x.device.device_type = kDLCPU;
+    x.ndim = 1;
+    x.dtype.code = kDLFloat;
+    x.dtype.bits = 32;
+    x.dtype.lanes = 1;
+    x.shape = &elems;
+    x.data = buf + i * elems;
+    t[i] = x;
+    snprintf(names[i], sizeof names[i], "t%d", i);
+  }
+  double* submit = malloc(iters * sizeof(double));
+  double* first = malloc(iters * sizeof(double));
+  double* last = malloc(iters * sizeof(double));
+  for (int it = 0; it < iters; it++) {
+    const double a = now_ms();
+    for (int i = 0; i < kTensors; i++) {
+      if (hvd_allreduce_async(names[i], &t[i], &t[i], HVD_OP_SUM, NULL, &h[i]) != HVD_OK) {
+        fprintf(stderr, "hvd_allreduce_async: %s\n", hvd_last_error());
+        return 1;
+      }
+    }
+    submit[it] = now_ms() - a;
+    hvd_wait(h[0], -1);
+    first[it] = now_ms() - a;
+    for (int i = 0; i < kTensors; i++) {
+      hvd_wait(h[i], -1);
+      hvd_release(h[i]);
+    }
+    last[it] = now_ms() - a;
+  }
+  printf("rank %d: median submit %.3f ms, first done %.3f, all done %.3f (%d iterations)\n",
+         hvd_rank(), median(submit, iters), median(first, iters), median(last, iters), iters);
+  hvd_shutdown();
+  return 0;
+}
