@@ -11,6 +11,8 @@
 // long, and not with condition variables: use std::mutex there.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
@@ -21,6 +23,13 @@ inline void CpuRelax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+
+// Whether `ranks` processes of this host can each have a core of their
+// own: only then does a waiter gain by spinning; otherwise a spin only
+// delays the process it waits for.
+inline bool RanksFitCores(int ranks) noexcept {
+  return ranks <= ::sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 class SpinLock {

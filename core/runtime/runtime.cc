@@ -10,6 +10,7 @@
 
 #include "core/backends/registry.h"
 #include "core/common/logging.h"
+#include "core/common/spin_lock.h"
 #include "core/dataplane/build.h"
 #include "core/rendezvous/socket_util.h"
 #include "core/runtime/set_loop.h"
@@ -113,8 +114,7 @@ Status CreateComms(const InitArgs& args, const Config& config, const BackendEntr
 // than cores a yielding waiter would hand a peer's work whole time slices.
 std::chrono::nanoseconds WaitSpin(const Config& config, int local_size) {
   if (config.wait_spin_us >= 0) return std::chrono::microseconds(config.wait_spin_us);
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return local_size <= cores ? std::chrono::microseconds(1000) : std::chrono::microseconds(0);
+  return RanksFitCores(local_size) ? std::chrono::microseconds(1000) : std::chrono::microseconds(0);
 }
 
 }  // namespace

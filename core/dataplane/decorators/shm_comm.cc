@@ -57,8 +57,7 @@ Status MapSegment(Comm& c, size_t bytes, ShmSegment* seg) {
 // hardly at all when members outnumber the cores, where a spin only delays
 // the member it waits for.
 std::chrono::nanoseconds SpinBudget(int members) {
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return members <= cores ? std::chrono::microseconds(100) : std::chrono::microseconds(2);
+  return RanksFitCores(members) ? std::chrono::microseconds(100) : std::chrono::microseconds(2);
 }
 
 }  // namespace
