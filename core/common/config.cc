@@ -127,6 +127,7 @@ Status ParseLoop(Config* c) {
   HVD_RETURN_IF_ERROR(ParseInt("CACHE_CAPACITY", 0, &cache, &c->cache_capacity_fixed));
   HVD_RETURN_IF_ERROR(ParseInt("WAIT_SPIN_US", 0, &c->wait_spin_us));
   if (c->wait_spin_us > 1000000) return Status::Invalid("HVD_WAIT_SPIN_US is larger than 1000000");
+  HVD_RETURN_IF_ERROR(ParseBool("WAIT_PROGRESS", &c->wait_progress));
   if (cache > (1 << 20)) return Status::Invalid("HVD_CACHE_CAPACITY is larger than 1048576");
   c->cache_capacity = static_cast<int>(cache);
   HVD_RETURN_IF_ERROR(ParseDouble("STALL_CHECK_TIME_SECONDS", 0.0, &c->stall_check_seconds));

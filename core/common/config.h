@@ -71,6 +71,9 @@ struct Config {
   // each, else 0. A core that goes idle on a busy VM host can take
   // milliseconds to be woken (docs/tuning.md).
   int64_t wait_spin_us = -1;
+  // Whether hvd_wait, while it keeps its core, steps its set's background
+  // loop itself (HVD_WAIT_PROGRESS; core/runtime/loop_progress.h).
+  bool wait_progress = true;
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;  // 0 = never
   bool stall_check_disabled = false;

@@ -413,6 +413,9 @@ Status Runtime::Submit(std::unique_ptr<TensorEntry>* entries, size_t count) {
     e.flight_token = flight_.Submit(e.request.name, e.request.type, set, ps->submitted++,
                                     e.request.dtype, e.request.shape, e.bytes, now);
   }
+  // Before the queue has it: once there, the loop may complete it.
+  if (config_.wait_progress && ps->loop && count > 0)
+    entries[0]->handle->set_progress(ps->loop->progress());
   const Status s = ps->queue.Add(entries, count);
   if (!s.ok() && flight_.on()) {  // refused: not part of the set's order
     ps->submitted -= static_cast<int64_t>(count);

@@ -65,6 +65,7 @@ SetLoop::SetLoop(Runtime& runtime, ProcessSet& ps, const TunedParams& params)
       ps_(ps),
       params_(params),
       negotiator_(runtime.config().cache_capacity),
+      progress_(std::make_shared<LoopProgress>(this)),
       nap_(kFirstNap) {
   if (ps_.rank() == 0) {
     coordinator_ = std::make_unique<Coordinator>(ps_.size(), ps_.id, runtime.config());
@@ -80,6 +81,7 @@ SetLoop::SetLoop(Runtime& runtime, ProcessSet& ps, const TunedParams& params)
 SetLoop::~SetLoop() {
   RequestStop();
   Join();
+  progress_->Detach();  // never started
 }
 
 void SetLoop::Start() {
@@ -183,14 +185,19 @@ void SetLoop::Run() {
   const std::string name = "hvd-loop" + (ps_.id ? "-" + std::to_string(ps_.id) : std::string());
   prctl(PR_SET_NAME, name.substr(0, 15).c_str(), 0UL, 0UL, 0UL);
 #endif
-  last_activity_ = Clock::now();
   Status fatal;
-  bool stop = false;
-  while (!stop) {
-    fatal = Step(&stop);
-    if (!fatal.ok()) break;
-    if (!stop) Wait();
+  {
+    std::unique_lock<std::mutex> lock(progress_->mu());
+    last_activity_ = Clock::now();
+    while (!ended_) {
+      bool stop = false;
+      const Status s = Step(&stop, /*gather=*/true);
+      EndIf(s, stop);
+      if (!ended_) Wait(lock);
+    }
+    fatal = end_status_;
   }
+  progress_->Detach();
   const Status final_status = FinalStatus(Explain(fatal));
   if (!fatal.ok()) {
     HVD_LOG(kError) << "process set " << ps_.id << ": background loop stopped: " << fatal.message();
@@ -203,7 +210,26 @@ void SetLoop::Run() {
   runtime_.OnSetFinished(ps_, final_status);
 }
 
-Status SetLoop::Step(bool* stop) {
+void SetLoop::EndIf(const Status& s, bool stop) {
+  if (s.ok() && !stop) return;
+  ended_ = true;
+  end_status_ = s;
+}
+
+Progress::Step SetLoop::CallerStep() {
+  if (ended_) return Progress::Step::kGone;
+  const auto before = last_activity_;
+  bool stop = false;
+  const Status s = Step(&stop, /*gather=*/false);
+  EndIf(s, stop);
+  if (ended_) {
+    ps_.queue.Wake();  // the loop's thread finishes the set
+    return Progress::Step::kGone;
+  }
+  return last_activity_ != before ? Progress::Step::kDid : Progress::Step::kIdle;
+}
+
+Status SetLoop::Step(bool* stop, bool gather) {
   if (abandoned_.load()) {
     std::lock_guard<std::mutex> lock(mu_);
     return stop_reason_;
@@ -214,7 +240,12 @@ Status SetLoop::Step(bool* stop) {
     stop_reported_ = busy = true;
   }
   if (ps_.queue.HasRequests()) {
-    GatherBurst();
+    if (gather) {
+      GatherBurst();
+    } else {
+      ps_.queue.PopRequests(&popped_);
+      negotiator_.Add(popped_);
+    }
     busy = true;
   }
   Report report;
@@ -246,7 +277,10 @@ void SetLoop::GatherBurst() {
   uint64_t seen = ps_.queue.submitted();
   ps_.queue.PopRequests(&popped_);
   negotiator_.Add(popped_);
-  for (auto now = start; now - last_change < kBurstQuiet && now - start < max_wait;
+  // A caller waiting to drive the step ends the burst: it submits no more
+  // and is kept from the step's lock meanwhile.
+  for (auto now = start;
+       now - last_change < kBurstQuiet && now - start < max_wait && !progress_->driven();
        now = Clock::now()) {
     const uint64_t c = ps_.queue.submitted();
     if (c == seen) {
@@ -339,25 +373,35 @@ Status SetLoop::ApplyDecision(const Decision& d, bool* stop) {
   return Status::OK();
 }
 
-void SetLoop::Wait() {
-  const auto now = Clock::now();
+SetLoop::Clock::duration SetLoop::SleepTimeout(Clock::time_point now) const {
   const bool polling = ps_.channel && ps_.channel->needs_polling();
-  const bool spin = ps_.channel && ps_.channel->spin_before_sleep();
   Clock::duration timeout = Clock::duration::max();
-  if (spin && negotiator_.waiting() && now - last_activity_ < kSpin) {
-    std::this_thread::yield();
-    return;
-  }
   if (polling && negotiator_.waiting()) {
     timeout = nap_;
-    const auto cap = now - last_activity_ > kLongWait ? kLongNapCap : kNapCap;
-    nap_ = std::min<Clock::duration>(nap_ * 2, cap);
   } else if (polling && coordinator_) {
     timeout = kIdleTick;
   }
   if (coordinator_) {
     const auto check = coordinator_->next_check();
     if (check != Clock::time_point::max()) timeout = std::min(timeout, check - now);
+  }
+  return timeout;
+}
+
+void SetLoop::Wait(std::unique_lock<std::mutex>& lock) {
+  if (progress_->driven()) return Park(lock);
+  const auto now = Clock::now();
+  const bool spin = ps_.channel && ps_.channel->spin_before_sleep();
+  if (spin && negotiator_.waiting() && now - last_activity_ < kSpin) {
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
+    return;
+  }
+  const Clock::duration timeout = SleepTimeout(now);
+  if (ps_.channel && ps_.channel->needs_polling() && negotiator_.waiting()) {
+    const auto cap = now - last_activity_ > kLongWait ? kLongNapCap : kNapCap;
+    nap_ = std::min<Clock::duration>(nap_ * 2, cap);
   }
   if (ps_.queue.Sleeping(true)) return;
   if (ps_.channel && !ps_.channel->PrepareToSleep()) {
@@ -366,23 +410,57 @@ void SetLoop::Wait() {
   }
   fds_.clear();
   if (ps_.channel) ps_.channel->PollFds(&fds_);
+  Sleep(lock, timeout, fds_);
+  if (ps_.channel) ps_.channel->Awake();
+  ps_.queue.Sleeping(false);
+}
+
+void SetLoop::Park(std::unique_lock<std::mutex>& lock) {
+  // The callers' steps receive the channel's messages, so the channel
+  // need not wake this thread; only a due check must.
+  Clock::duration timeout = Clock::duration::max();
+  if (coordinator_) {
+    const auto check = coordinator_->next_check();
+    if (check != Clock::time_point::max()) timeout = check - Clock::now();
+  }
+  if (!progress_->Park()) return;
+  if (!ps_.queue.Sleeping(true)) {
+    Sleep(lock, timeout, {});
+    ps_.queue.Sleeping(false);
+  }
+  progress_->Unpark();
+}
+
+void SetLoop::Sleep(std::unique_lock<std::mutex>& lock, Clock::duration timeout,
+                    const std::vector<ControlChannel::PollFd>& fds) {
   std::vector<pollfd> p;
-  p.reserve(fds_.size() + 1);
+  p.reserve(fds.size() + 1);
   p.push_back({ps_.queue.event_fd(), POLLIN, 0});
-  for (const auto& f : fds_) {
+  for (const auto& f : fds) {
     p.push_back({f.fd, static_cast<short>(POLLIN | (f.want_write ? POLLOUT : 0)), 0});
   }
   timespec ts{};
   const bool bounded = timeout != Clock::duration::max();
+  const auto now = Clock::now();
   if (bounded) {
     const auto ns =
         std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count());
     ts.tv_sec = static_cast<time_t>(ns / 1000000000);
     ts.tv_nsec = static_cast<long>(ns % 1000000000);
   }
+  // Callers may step meanwhile; WakeIfLate compares with this plan.
+  asleep_until_ = bounded ? now + timeout : Clock::time_point::max();
+  lock.unlock();
   ::ppoll(p.data(), p.size(), bounded ? &ts : nullptr, nullptr);
-  if (ps_.channel) ps_.channel->Awake();
-  ps_.queue.Sleeping(false);
+  lock.lock();
+  asleep_until_ = Clock::time_point::min();
+}
+
+void SetLoop::WakeIfLate() {
+  if (asleep_until_ == Clock::time_point::min()) return;  // awake: it plans again
+  const auto now = Clock::now();
+  const Clock::duration timeout = SleepTimeout(now);
+  if (timeout != Clock::duration::max() && now + timeout < asleep_until_) ps_.queue.Wake();
 }
 
 // A lost peer seen second-hand (a connection reset by a rank that was

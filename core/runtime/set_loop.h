@@ -19,6 +19,7 @@
 #include "core/coordination/fusion.h"
 #include "core/coordination/negotiator.h"
 #include "core/observability/autotune/tuned_params.h"
+#include "core/runtime/loop_progress.h"
 #include "core/runtime/process_set.h"
 
 namespace hvd {
@@ -59,14 +60,37 @@ class SetLoop {
   // whether it holds `tensor`.
   std::string Describe(const std::string& tensor) const;
 
+  // What the set's handles let their waiting callers drive.
+  const std::shared_ptr<LoopProgress>& progress() const { return progress_; }
+  // LoopProgress, with progress()->mu() held: one step on a caller's
+  // thread; the loop's thread parked or sleeping since before the caller's
+  // session woken if it planned to sleep too long.
+  Progress::Step CallerStep();
+  void WakeIfLate();
+  // LoopProgress, without the lock: the last caller left a parked loop.
+  void WakeParked() { ps_.queue.Wake(); }
+
  private:
   using Clock = std::chrono::steady_clock;
 
   void Run();
-  Status Step(bool* stop);
+  // With `gather` (the loop's thread), waits for the end of a burst of
+  // submissions first; a caller waiting in hvd_wait submits no more.
+  Status Step(bool* stop, bool gather);
+  // Marks the loop ended when a step failed or negotiated the shutdown.
+  void EndIf(const Status& s, bool stop);
   // Waits for the end of a burst of submissions, negotiating as they come.
   void GatherBurst();
-  void Wait();
+  // Between steps (lock held; released while it sleeps).
+  void Wait(std::unique_lock<std::mutex>& lock);
+  // How long the loop may sleep now (max(): until woken).
+  Clock::duration SleepTimeout(Clock::time_point now) const;
+  // While callers drive: sleep until a submission, their Leave or a check.
+  void Park(std::unique_lock<std::mutex>& lock);
+  // Sleeps on the queue's descriptor and `fds` up to `timeout`, with the
+  // lock released.
+  void Sleep(std::unique_lock<std::mutex>& lock, Clock::duration timeout,
+             const std::vector<ControlChannel::PollFd>& fds);
   Status Send(const Report& report);
   Status ReceiveMessages(std::vector<Decision>* decisions);
   Status Coordinate(std::vector<Decision>* decisions);
@@ -92,6 +116,12 @@ class SetLoop {
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> abandoned_{false};
   std::atomic<bool> finished_{false};
+  // Under progress_->mu(): whoever steps owns everything below up to mu_.
+  std::shared_ptr<LoopProgress> progress_;
+  bool ended_ = false;
+  Status end_status_;  // the fatal error that ended the loop, if any
+  // When the loop's thread, asleep, planned to wake (min(): awake).
+  Clock::time_point asleep_until_ = Clock::time_point::min();
   bool stop_reported_ = false;
   Status stop_reason_;               // from RequestStop (under mu_)
   std::vector<int32_t> stop_ranks_;  // who asked, per the coordinator

@@ -85,6 +85,7 @@ bool TensorQueue::Sleeping(bool sleeping) {
     sleeping_.store(true);
     std::lock_guard<SpinLock> lock(mu_);
     if (requests_.empty() && !wake_) return false;
+    wake_ = false;  // seen: the loop steps before it sleeps again
     sleeping_.store(false);
     return true;
   }

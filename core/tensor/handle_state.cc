@@ -112,11 +112,49 @@ bool HandleState::WaitSpinning(int64_t timeout_ms) {
     if (done_.load(std::memory_order_acquire)) return true;
     CpuRelax();
   }
+  if (progress_) return WaitDriving(std::chrono::nanoseconds(spin_ns), timeout_ms);
   do {
     sched_yield();
     if (done_.load(std::memory_order_acquire)) return true;
   } while (Clock::now() < until);
   return false;
+}
+
+bool HandleState::WaitDriving(std::chrono::nanoseconds spin, int64_t timeout_ms) {
+  // This thread does the loop's work. Right after a step that worked, the
+  // next message usually follows within microseconds: poll for it without
+  // giving the core away (a sched_yield hands a busy neighbour a whole
+  // slice). Past that, and while another of hvd's threads holds the step,
+  // yield between steps, so that a peer's thread queued on this core runs.
+  // The spin counts from the last step that worked: a caller that reduces
+  // for a while, or is preempted, keeps driving.
+  using Clock = std::chrono::steady_clock;
+  constexpr std::chrono::microseconds kPoll{50};
+  const auto start = Clock::now();
+  const auto deadline =
+      timeout_ms >= 0 ? start + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
+  auto until = std::min(deadline, start + spin);
+  auto worked = start;
+  progress_->Enter();
+  bool done = false;
+  for (;;) {
+    const Progress::Step step = progress_->TryStep();
+    done = done_.load(std::memory_order_acquire);
+    if (done || step == Progress::Step::kGone) break;
+    const auto now = Clock::now();
+    if (step == Progress::Step::kDid) {
+      worked = now;
+      until = std::min(deadline, now + spin);
+    }
+    if (now >= until) break;
+    if (step == Progress::Step::kIdle && now - worked < kPoll) {
+      CpuRelax();
+    } else if (step != Progress::Step::kDid) {
+      sched_yield();
+    }
+  }
+  progress_->Leave();
+  return done;
 }
 
 Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {

@@ -20,6 +20,27 @@
 
 namespace hvd {
 
+// Background work a waiting caller may do itself (core/runtime/
+// loop_progress.h): one step of its process set's loop, so that a burst is
+// negotiated and reduced on the waiting thread, as a raw MPI rank works,
+// instead of on the loop's thread, which a busy or stolen core may take
+// milliseconds to run again once woken.
+class Progress {
+ public:
+  enum class Step {
+    kDid,   // a step did some work
+    kIdle,  // a step found nothing to do
+    kBusy,  // another thread is stepping: let it have the core
+    kGone,  // the loop has ended
+  };
+  virtual ~Progress() = default;
+  // A session of steps (Enter, TryStep..., Leave): while one lasts the
+  // loop's own thread stands back.
+  virtual void Enter() = 0;
+  virtual Step TryStep() = 0;
+  virtual void Leave() = 0;
+};
+
 // The result of an op whose output hvd allocates (allgather, alltoall,
 // reducescatter): either owned here or written to caller-allocated memory.
 struct OpResult {
@@ -85,6 +106,9 @@ class HandleState {
   // How long Wait keeps the core before it sleeps (Config::wait_spin_us);
   // set at init for every handle.
   static void SetWaitSpin(std::chrono::nanoseconds spin);
+  // What Wait drives while it keeps the core; set before the handle is
+  // shared (null: it only yields).
+  void set_progress(std::shared_ptr<Progress> progress) { progress_ = std::move(progress); }
 
  private:
   // Marks one tensor done; true (with what to do next) when it was the
@@ -96,6 +120,8 @@ class HandleState {
   bool WaitPolling();
   // Wait's first part for the others: true once done within the spin.
   bool WaitSpinning(int64_t timeout_ms);
+  // WaitSpinning's loop with a Progress to drive; true once done.
+  bool WaitDriving(std::chrono::nanoseconds spin, int64_t timeout_ms);
   // Wakes the threads blocked in Wait.
   void WakeWaiters();
   uint32_t* done_word() { return reinterpret_cast<uint32_t*>(&done_); }
@@ -117,6 +143,7 @@ class HandleState {
   Callback callback_;
   Poller poller_;
   std::chrono::nanoseconds poll_budget_{0};
+  std::shared_ptr<Progress> progress_;
   OpResult result_;
   std::vector<OpResult> more_results_;  // results 1.. of a grouped operation
 };

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -327,6 +328,88 @@ TEST(Allreduce, ThousandStepsThroughTheCache) {
     ASSERT_EQ(bo.Get(0), N() * (-step % 7) - rs) << "step " << step;
     ASSERT_EQ(co.Get(4), step + (N() - 1) * 2) << "step " << step;
   }
+}
+
+// hvd_wait steps the set's loop on the waiting thread (loop_progress.h):
+// several threads waiting on one set take turns at the step with each
+// other and with the loop's thread, through short timeouts that give up
+// mid-session and completion callbacks that wait from inside a step, and
+// every result is exact.
+struct WaitInCallback {
+  std::mutex mu;  // keeps `other` alive while a callback waits on it
+  hvd_handle other = 0;
+  std::atomic<int> calls{0};
+  std::atomic<int> bad{0};
+  void Set(hvd_handle h) {
+    std::lock_guard<std::mutex> lock(mu);
+    other = h;
+  }
+};
+
+void WaitFromCallback(hvd_handle, hvd_status s, void* user) {
+  auto* w = static_cast<WaitInCallback*>(user);
+  // Another thread's handle, waited on from inside a step (on hvd's thread
+  // or a waiting caller's): it must return, done or timed out, never
+  // deadlock on the step it runs in.
+  hvd_status o = HVD_OK;
+  {
+    std::lock_guard<std::mutex> lock(w->mu);
+    if (w->other) o = hvd_wait(w->other, 2);
+  }
+  if (s != HVD_OK || (o != HVD_OK && o != HVD_ERR_TIMEOUT)) w->bad++;
+  w->calls++;
+}
+
+TEST(Allreduce, WaitersOnSeveralThreadsTakeTurnsAtTheLoop) {
+  constexpr int kThreads = 4, kRounds = 150, kElems = 33;
+  std::atomic<int> failures{0};
+  WaitInCallback cb;
+  auto worker = [&](int t) {
+    Tensor in(T::f64, {kElems}), out(T::f64, {kElems});
+    for (int round = 0; round < kRounds; ++round) {
+      for (int64_t i = 0; i < kElems; ++i) in.Set(i, 1000.0 * t + round + R() + i);
+      const std::string name = "turns." + std::to_string(t) + "." + std::to_string(round);
+      hvd_op_options o = HVD_OP_OPTIONS_INIT;
+      if (t == 0) {
+        o.callback = WaitFromCallback;
+        o.callback_user_data = &cb;
+      }
+      hvd_handle h = 0;
+      if (hvd_allreduce_async(name.c_str(), in.dl(), out.dl(), HVD_OP_SUM, &o, &h) != HVD_OK) {
+        failures++;
+        continue;
+      }
+      if (t == 1) cb.Set(h);
+      hvd_status s;
+      if (t == 2) {  // sessions that time out and begin again
+        while ((s = hvd_wait(h, 0)) == HVD_ERR_TIMEOUT) {
+          s = hvd_wait(h, 1);
+          if (s != HVD_ERR_TIMEOUT) break;
+        }
+      } else {
+        s = hvd_wait(h, 60000);
+      }
+      if (t == 1) cb.Set(0);
+      hvd_release(h);
+      const double rs = N() * (N() - 1) / 2.0;
+      for (int64_t i = 0; i < kElems; ++i) {
+        if (s != HVD_OK || out.Get(i) != N() * (1000.0 * t + round + i) + rs) {
+          failures++;
+          break;
+        }
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0) << hvd_last_error();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (cb.calls.load() < kRounds && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(cb.calls.load(), kRounds);
+  EXPECT_EQ(cb.bad.load(), 0);
 }
 
 // Tensors that are views of one flat buffer (inputs and outputs adjacent)

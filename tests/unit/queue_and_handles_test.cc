@@ -4,7 +4,9 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -14,6 +16,7 @@
 #include "core/common/block_pool.h"
 #include "core/common/host_buffer.h"
 #include "core/runtime/handle_table.h"
+#include "core/runtime/loop_progress.h"
 #include "core/runtime/pending_entries.h"
 #include "core/runtime/tensor_queue.h"
 
@@ -475,6 +478,146 @@ TEST(HandleState, SpinningWaitSeesCompletionAndKeepsTheTimeout) {
   const auto poll = Clock::now();
   EXPECT_EQ(never.Wait(0).code(), Code::kTimeout);
   EXPECT_LT(Clock::now() - poll, std::chrono::milliseconds(100));  // a zero timeout never spins
+}
+
+// A Progress whose steps answer from a script; the step that finishes
+// completes the handle, as a set loop's step completes what it reduced.
+struct ScriptedProgress : Progress {
+  std::function<Step(int)> script;  // step number -> answer
+  HandleState* handle = nullptr;
+  int finish_at = -1;  // the step that completes the handle (-1: none)
+  std::atomic<int> steps{0}, enters{0}, leaves{0};
+  void Enter() override { enters++; }
+  void Leave() override { leaves++; }
+  Step TryStep() override {
+    const int n = steps++;
+    if (n == finish_at) {
+      handle->Complete(Status::OK());
+      return Step::kDid;
+    }
+    return script(n);
+  }
+};
+
+std::shared_ptr<ScriptedProgress> Drive(HandleState& h, std::function<Progress::Step(int)> script,
+                                        int finish_at) {
+  auto p = std::make_shared<ScriptedProgress>();
+  p->script = std::move(script);
+  p->handle = &h;
+  p->finish_at = finish_at;
+  h.set_progress(p);
+  return p;
+}
+
+// hvd_wait steps its set's loop itself while it keeps the core: idle steps
+// poll, a step held by another thread is waited for, every session is left.
+TEST(HandleState, WaitDrivesItsProgressUntilDone) {
+  const NoSpinAfter restore;
+  HandleState::SetWaitSpin(std::chrono::milliseconds(200));
+  for (const auto answer : {Progress::Step::kIdle, Progress::Step::kBusy}) {
+    HandleState h(1, nullptr);
+    auto p = Drive(
+        h, [answer](int) { return answer; }, 50);
+    EXPECT_TRUE(h.Wait(10000).ok());
+    EXPECT_EQ(p->steps.load(), 51);
+    EXPECT_EQ(p->enters.load(), 1);
+    EXPECT_EQ(p->leaves.load(), 1);
+  }
+  // Without a spin nothing is driven: the waiter sleeps at once.
+  HandleState::SetWaitSpin(std::chrono::nanoseconds(0));
+  auto h = NewState();
+  auto p = Drive(
+      *h, [](int) { return Progress::Step::kIdle; }, 0);
+  std::thread completer([h] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    h->Complete(Status::OK());
+  });
+  EXPECT_TRUE(h->Wait(10000).ok());
+  completer.join();
+  EXPECT_EQ(p->steps.load(), 0);
+}
+
+// A loop that has ended (kGone) is not driven again: the waiter sleeps
+// until another thread completes the handle.
+TEST(HandleState, WaitSleepsOnceTheLoopIsGone) {
+  const NoSpinAfter restore;
+  HandleState::SetWaitSpin(std::chrono::seconds(1));
+  auto h = NewState();
+  auto p = Drive(
+      *h, [](int) { return Progress::Step::kGone; }, -1);
+  std::thread completer([h] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    h->Complete(Status::Backend("closed"));
+  });
+  EXPECT_EQ(h->Wait(10000).code(), Code::kBackend);
+  completer.join();
+  EXPECT_EQ(p->steps.load(), 1);
+  EXPECT_EQ(p->leaves.load(), 1);
+}
+
+// The spin counts from the last step that did work, but never past the
+// caller's timeout; idle steps alone end it after the spin.
+TEST(HandleState, DrivingKeepsGoingWhileStepsWorkAndKeepsTheTimeout) {
+  using Clock = std::chrono::steady_clock;
+  const NoSpinAfter restore;
+  HandleState::SetWaitSpin(std::chrono::milliseconds(5));
+  {
+    // 40 ms of working steps (1 ms each), then the one that finishes: far
+    // past the 5 ms spin, still on the waiting thread.
+    HandleState h(1, nullptr);
+    auto p = Drive(
+        h,
+        [](int) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          return Progress::Step::kDid;
+        },
+        40);
+    EXPECT_TRUE(h.Wait(10000).ok());
+    EXPECT_EQ(p->steps.load(), 41);
+  }
+  {
+    HandleState never(1, nullptr);
+    auto p = Drive(
+        never, [](int) { return Progress::Step::kDid; }, -1);
+    const auto start = Clock::now();
+    bool timed_out = false;
+    EXPECT_EQ(never.Wait(30, &timed_out).code(), Code::kTimeout);
+    EXPECT_TRUE(timed_out);
+    EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(30));
+    EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(2000));
+    EXPECT_EQ(p->leaves.load(), 1);
+  }
+  {
+    HandleState idle(1, nullptr);
+    auto p = Drive(
+        idle, [](int) { return Progress::Step::kIdle; }, -1);
+    const auto start = Clock::now();
+    EXPECT_EQ(idle.Wait(100).code(), Code::kTimeout);
+    EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(100));
+    EXPECT_GT(p->steps.load(), 1);
+    EXPECT_EQ(p->enters.load(), 1);  // one session, then asleep until the timeout
+  }
+}
+
+// The loop's thread parks only while a caller drives; a detached progress
+// (the loop ended) is gone for callers, and leaving it is harmless.
+TEST(LoopProgress, ParksOnlyWhileDrivenAndEndsGone) {
+  LoopProgress p(nullptr);
+  EXPECT_FALSE(p.driven());
+  EXPECT_FALSE(p.Park());
+  p.Enter();
+  p.Enter();
+  EXPECT_TRUE(p.driven());
+  EXPECT_TRUE(p.Park());
+  p.Leave();
+  EXPECT_TRUE(p.driven());
+  EXPECT_EQ(p.TryStep(), Progress::Step::kGone);
+  p.Leave();  // the last one: wakes a parked loop, here none
+  EXPECT_FALSE(p.driven());
+  p.Unpark();
+  EXPECT_FALSE(p.Park());
+  p.Detach();
+  EXPECT_EQ(p.TryStep(), Progress::Step::kGone);
 }
 
 }  // namespace

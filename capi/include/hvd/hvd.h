@@ -153,15 +153,16 @@ typedef enum hvd_reduce_op {
   HVD_OP_ADASUM = 5
 } hvd_reduce_op;
 
-/* Called once from hvd's background thread when an operation finishes
- * (successfully or not). It must not block; it may call hvd_poll/hvd_release
- * on its own handle. */
+/* Called once when an operation finishes (successfully or not), from hvd's
+ * background thread or from a thread waiting in hvd_wait on the same process
+ * set (which does the set's work itself). It must not block; it may call
+ * hvd_poll/hvd_release on its own handle. */
 typedef void (*hvd_callback)(hvd_handle handle, hvd_status status, void* user_data);
 
 /* Allocates the result of an operation whose output size is known only after
  * negotiation (allgather, alltoall). Return a pointer to `bytes` bytes of
  * memory on `device` that stays valid until the caller frees it, or NULL to
- * fail the operation. Called from hvd's background thread. */
+ * fail the operation. Called where callbacks are (hvd_callback). */
 typedef void* (*hvd_allocator)(size_t bytes, const int64_t* shape, int ndim, DLDataType dtype,
                                DLDevice device, void* user_data);
 
@@ -308,8 +309,9 @@ HVD_API hvd_status hvd_poll(hvd_handle handle);
 
 /* Block until done or timeout_ms passes (negative: no limit). Returns the
  * operation's status, or HVD_ERR_TIMEOUT (the operation keeps running).
- * Keeps the core, yielding it, for up to HVD_WAIT_SPIN_US before it sleeps
- * (docs/tuning.md). */
+ * For up to HVD_WAIT_SPIN_US after its last useful step it keeps the core,
+ * doing its process set's negotiation and collectives itself
+ * (HVD_WAIT_PROGRESS), before it sleeps (docs/tuning.md). */
 HVD_API hvd_status hvd_wait(hvd_handle handle, int64_t timeout_ms);
 
 /* Forget a handle. Releasing a running operation is allowed: it completes in
