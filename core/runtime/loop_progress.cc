@@ -51,6 +51,7 @@ bool LoopProgress::Park() {
 }
 
 void LoopProgress::Detach() {
+  if (detached_.exchange(true)) return;
   std::lock_guard<std::mutex> lock(mu_);
   std::lock_guard<SpinLock> wake(wake_mu_);
   loop_ = nullptr;

@@ -38,7 +38,9 @@ class LoopProgress : public Progress {
   // a session, and Leave will wake it), false to go on.
   bool Park();
   void Unpark() { parked_.store(false); }
-  // The loop is ending: callers step no more. Takes mu().
+  // The loop is ending: callers step no more. Takes mu() the first time
+  // only: the set's destructor calls it again under the runtime's lock,
+  // which a step (adding a set) takes inside mu().
   void Detach();
 
  private:
@@ -47,6 +49,7 @@ class LoopProgress : public Progress {
   SpinLock wake_mu_;  // lets Leave reach loop_ without waiting for a step
   std::atomic<int> drivers_{0};
   std::atomic<bool> parked_{false};
+  std::atomic<bool> detached_{false};
 };
 
 }  // namespace hvd
