@@ -259,7 +259,9 @@ Status Runtime::Init(const InitArgs& args) {
   tuned_.fusion_threshold_bytes = config_.fusion_threshold_bytes;
   tuned_.cycle_time_ms = config_.cycle_time_ms;
   tuned_.allreduce_chunk_bytes = config_.allreduce_chunk_bytes;
-  HandleState::SetWaitSpin(WaitSpin(config_, topo_.local_size));
+  const auto spin = WaitSpin(config_, topo_.local_size);
+  HandleState::SetWaitSpin(spin);
+  wait_progress_ = config_.wait_progress && spin.count() > 0;  // waits drive only while they spin
   autotuner_.reset();
   if (config_.autotune && topo_.rank == 0) autotuner_ = std::make_unique<Autotuner>(config_, 0);
   if (!config_.timeline_path.empty()) {
@@ -414,7 +416,7 @@ Status Runtime::Submit(std::unique_ptr<TensorEntry>* entries, size_t count) {
                                     e.request.dtype, e.request.shape, e.bytes, now);
   }
   // Before the queue has it: once there, the loop may complete it.
-  if (config_.wait_progress && ps->loop && count > 0)
+  if (wait_progress_ && ps->loop && count > 0)
     entries[0]->handle->set_progress(ps->loop->progress());
   const Status s = ps->queue.Add(entries, count);
   if (!s.ok() && flight_.on()) {  // refused: not part of the set's order

@@ -136,6 +136,9 @@ class Runtime {
   BackendChoice data_choice_ = BackendChoice::kAuto;
   Timeline timeline_;
   TunedParams tuned_;  // the settings a new set starts with
+  // Handles get their set's LoopProgress (Config::wait_progress, and
+  // hvd_wait spins at all).
+  bool wait_progress_ = false;
   std::unique_ptr<Autotuner> autotuner_;
   std::unique_ptr<Liveness> liveness_;
 

@@ -191,7 +191,7 @@ void SetLoop::Run() {
     last_activity_ = Clock::now();
     while (!ended_) {
       bool stop = false;
-      const Status s = Step(&stop, /*gather=*/true);
+      const Status s = Step(&stop);
       EndIf(s, stop);
       if (!ended_) Wait(lock);
     }
@@ -220,7 +220,7 @@ Progress::Step SetLoop::CallerStep() {
   if (ended_) return Progress::Step::kGone;
   const auto before = last_activity_;
   bool stop = false;
-  const Status s = Step(&stop, /*gather=*/false);
+  const Status s = Step(&stop);
   EndIf(s, stop);
   if (ended_) {
     ps_.queue.Wake();  // the loop's thread finishes the set
@@ -229,7 +229,7 @@ Progress::Step SetLoop::CallerStep() {
   return last_activity_ != before ? Progress::Step::kDid : Progress::Step::kIdle;
 }
 
-Status SetLoop::Step(bool* stop, bool gather) {
+Status SetLoop::Step(bool* stop) {
   if (abandoned_.load()) {
     std::lock_guard<std::mutex> lock(mu_);
     return stop_reason_;
@@ -240,12 +240,7 @@ Status SetLoop::Step(bool* stop, bool gather) {
     stop_reported_ = busy = true;
   }
   if (ps_.queue.HasRequests()) {
-    if (gather) {
-      GatherBurst();
-    } else {
-      ps_.queue.PopRequests(&popped_);
-      negotiator_.Add(popped_);
-    }
+    GatherBurst();
     busy = true;
   }
   Report report;
@@ -277,8 +272,9 @@ void SetLoop::GatherBurst() {
   uint64_t seen = ps_.queue.submitted();
   ps_.queue.PopRequests(&popped_);
   negotiator_.Add(popped_);
-  // A caller waiting to drive the step ends the burst: it submits no more
-  // and is kept from the step's lock meanwhile.
+  // A caller waiting to drive the step ends the burst (and a caller's own
+  // step gathers nothing): it submits no more, and is kept from the
+  // step's lock meanwhile.
   for (auto now = start;
        now - last_change < kBurstQuiet && now - start < max_wait && !progress_->driven();
        now = Clock::now()) {
@@ -373,19 +369,23 @@ Status SetLoop::ApplyDecision(const Decision& d, bool* stop) {
   return Status::OK();
 }
 
-SetLoop::Clock::duration SetLoop::SleepTimeout(Clock::time_point now) const {
+SetLoop::Clock::duration SetLoop::SleepTimeout(Clock::time_point now, bool* napping) const {
   const bool polling = ps_.channel && ps_.channel->needs_polling();
+  const bool nap = polling && negotiator_.waiting();
+  if (napping) *napping = nap;
   Clock::duration timeout = Clock::duration::max();
-  if (polling && negotiator_.waiting()) {
+  if (nap) {
     timeout = nap_;
   } else if (polling && coordinator_) {
     timeout = kIdleTick;
   }
-  if (coordinator_) {
-    const auto check = coordinator_->next_check();
-    if (check != Clock::time_point::max()) timeout = std::min(timeout, check - now);
-  }
-  return timeout;
+  return std::min(timeout, UntilCheck(now));
+}
+
+SetLoop::Clock::duration SetLoop::UntilCheck(Clock::time_point now) const {
+  if (!coordinator_) return Clock::duration::max();
+  const auto check = coordinator_->next_check();
+  return check == Clock::time_point::max() ? Clock::duration::max() : check - now;
 }
 
 void SetLoop::Wait(std::unique_lock<std::mutex>& lock) {
@@ -398,8 +398,9 @@ void SetLoop::Wait(std::unique_lock<std::mutex>& lock) {
     lock.lock();
     return;
   }
-  const Clock::duration timeout = SleepTimeout(now);
-  if (ps_.channel && ps_.channel->needs_polling() && negotiator_.waiting()) {
+  bool napping = false;
+  const Clock::duration timeout = SleepTimeout(now, &napping);
+  if (napping) {
     const auto cap = now - last_activity_ > kLongWait ? kLongNapCap : kNapCap;
     nap_ = std::min<Clock::duration>(nap_ * 2, cap);
   }
@@ -418,11 +419,7 @@ void SetLoop::Wait(std::unique_lock<std::mutex>& lock) {
 void SetLoop::Park(std::unique_lock<std::mutex>& lock) {
   // The callers' steps receive the channel's messages, so the channel
   // need not wake this thread; only a due check must.
-  Clock::duration timeout = Clock::duration::max();
-  if (coordinator_) {
-    const auto check = coordinator_->next_check();
-    if (check != Clock::time_point::max()) timeout = check - Clock::now();
-  }
+  const Clock::duration timeout = UntilCheck(Clock::now());
   if (!progress_->Park()) return;
   if (!ps_.queue.Sleeping(true)) {
     Sleep(lock, timeout, {});

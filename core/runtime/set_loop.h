@@ -74,17 +74,18 @@ class SetLoop {
   using Clock = std::chrono::steady_clock;
 
   void Run();
-  // With `gather` (the loop's thread), waits for the end of a burst of
-  // submissions first; a caller waiting in hvd_wait submits no more.
-  Status Step(bool* stop, bool gather);
+  Status Step(bool* stop);
   // Marks the loop ended when a step failed or negotiated the shutdown.
   void EndIf(const Status& s, bool stop);
   // Waits for the end of a burst of submissions, negotiating as they come.
   void GatherBurst();
   // Between steps (lock held; released while it sleeps).
   void Wait(std::unique_lock<std::mutex>& lock);
-  // How long the loop may sleep now (max(): until woken).
-  Clock::duration SleepTimeout(Clock::time_point now) const;
+  // How long the loop may sleep now (max(): until woken); *napping: it
+  // polls a channel for an expected decision.
+  Clock::duration SleepTimeout(Clock::time_point now, bool* napping = nullptr) const;
+  // Until the coordinator's next stall check (max(): none due).
+  Clock::duration UntilCheck(Clock::time_point now) const;
   // While callers drive: sleep until a submission, their Leave or a check.
   void Park(std::unique_lock<std::mutex>& lock);
   // Sleeps on the queue's descriptor and `fds` up to `timeout`, with the
