@@ -13,7 +13,8 @@ then prints, per set, the distribution over launches (min / median / max)
 of hvd and of the best raw pattern side by side, the per-launch ratio
 hvd / best raw of the same launch (the faster of before-init and hvd-idle),
 hvd's spread max/min, raw's, and the goals of issue 32. --paired adds, for
-both, hvd and the raw patterns timed in turn iteration by iteration.
+both, hvd and the raw patterns timed in turn iteration by iteration;
+--shared-buffers puts the C API runs' buffers in hvd_alloc_shared memory.
 
     /usr/bin/python3 bench/launches/run_launches.py [-n 20] [--budget-min 25]
     /usr/bin/python3 bench/launches/run_launches.py --summarize OUT_DIR
@@ -133,7 +134,7 @@ class Runner:
     def c_api(self, i):
         a, out = self.args, self.args.out
         bench = os.path.join(a.build, "bin", "hvd_bench")
-        common = ["--rounds", str(a.rounds)]
+        common = ["--rounds", str(a.rounds)] + (["--shared-buffers"] if a.shared_buffers else [])
         wrap = (lambda c, t: perf_wrap(c, out, t)) if a.perf else (lambda c, t: c)
         launcher = (MPIRUN if a.launcher == "mpirun" else
                     [os.path.join(a.build, "bin", "hvdrun"), "-np", "2"])
@@ -326,6 +327,9 @@ def main():
                    help="hvd_bench --paired and launch_bench.py --paired on the large sets: hvd "
                         "and the raw patterns also timed iteration by iteration, in turn (a "
                         "third table, and a second for torch)")
+    p.add_argument("--shared-buffers", action="store_true",
+                   help="hvd_bench --shared-buffers: the C API runs' buffers (hvd's and the raw "
+                        "patterns') from hvd_alloc_shared")
     p.add_argument("--perf", action="store_true",
                    help="run each hvd_bench rank under perf stat (OUT_DIR/perf_*.rankN)")
     p.add_argument("--what", choices=["both", "c", "torch"], default="both")

@@ -180,6 +180,13 @@ Status Result(int64_t handle, int index, ResultView* out, bool* call_failed);
 // An alltoall's rows received from each rank, valid until Release.
 Status ResultSplits(int64_t handle, Span<int32_t>* out, bool* call_failed);
 
+// ------------------------------------------------------------- shared memory
+// shared_memory.cc. Host buffers the other ranks of this host can map
+// (allreduces of tensors in them skip the shared-memory slots); callable at
+// any time, before Init and after Shutdown too.
+Status AllocShared(int64_t bytes, void** out);
+Status FreeShared(void* p);
+
 // -------------------------------------------------------------- observability
 // observability.cc.
 struct Stats {

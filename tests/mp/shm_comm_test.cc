@@ -27,6 +27,7 @@
 #include "core/backends/mpi/mpi_comm.h"
 #include "core/common/config.h"
 #include "core/common/types.h"
+#include "core/dataplane/decorators/shared_buffers.h"
 #include "tests/mp/small_values.h"
 
 namespace hvd {
@@ -397,6 +398,83 @@ TEST(ShmComm, EveryCollectiveWritesItsSlotsBothWays) {
     EXPECT_GT(shm->stores(kind).ns_per_byte(true), 0.0) << kind;
   }
   EXPECT_EQ(shm->stores(ShmComm::kAllreduceStores).ns_per_byte(false), 0.0);
+}
+
+// A float buffer from SharedBuffers (hvd_alloc_shared), freed with it.
+struct SharedFloats {
+  explicit SharedFloats(int64_t n) {
+    void* p = nullptr;
+    const Status s = SharedBuffers::Alloc(std::max<int64_t>(n, 1) * 4, &p);
+    EXPECT_TRUE(s.ok()) << s.message();
+    data = static_cast<float*>(p);
+  }
+  ~SharedFloats() { EXPECT_TRUE(SharedBuffers::Free(data).ok()); }
+  SharedFloats(const SharedFloats&) = delete;
+  SharedFloats& operator=(const SharedFloats&) = delete;
+  float* data = nullptr;
+};
+
+// n floats through regions of cut + rank elements (no two ranks cut alike),
+// from `in` to `out` (the same buffer: in place); exact results.
+void CheckCut(ShmComm& shm, float* in, float* out, int64_t n, ReduceOp op, double post,
+              int64_t cut = 7) {
+  for (int64_t i = 0; i < n; ++i) in[i] = static_cast<float>(V(Rank(), i));
+  std::vector<DirectRegion> regions;
+  for (int64_t at = 0; at < n;) {
+    const int64_t k = std::min<int64_t>(cut + Rank(), n - at);
+    regions.push_back(
+        {reinterpret_cast<uint64_t>(in + at), reinterpret_cast<uint64_t>(out + at), k});
+    at += k;
+  }
+  const Status s = Direct(shm, regions, n, DataType::kFloat32, op, post);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(out[i], static_cast<float>(Expected(op, i) * post))
+        << "n=" << n << " op=" << static_cast<int>(op) << " [" << i << "]";
+  }
+}
+
+// Tensors in shared buffers on every member: reduced between the buffers
+// (every op, in place and not, a postscale, shares of several blocks),
+// whatever the regions' cut (coarser for the large count: a table must fit
+// in a slot); then a buffer freed and another allocated
+// (the peers map it afresh); a table too large for a slot, or one member's
+// tensors in private memory, go through the slots, exactly too.
+TEST(ShmComm, AllreduceBetweenSharedBuffers) {
+  std::unique_ptr<ShmComm> shm = MakeShm(ShmComm::kDefaultSlotBytes, 60, /*peer_reads=*/false);
+  ASSERT_TRUE(shm);
+  const int64_t big = (int64_t{3} << 17) + 5;
+  int64_t calls = 0;
+  {
+    SharedFloats a(big), b(big);
+    for (int64_t n : {int64_t{1}, int64_t{Size()} + 1, int64_t{4099}, big}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+        const double post = op == ReduceOp::kSum ? 0.5 : 1.0;
+        const int64_t cut = n == big ? 4096 : 7;
+        CheckCut(*shm, a.data, a.data, n, op, post, cut);
+        CheckCut(*shm, a.data, b.data, n, op, post, cut);
+        if (HasFatalFailure()) return;
+        calls += 2;
+      }
+    }
+    EXPECT_EQ(shm->mapped_calls(), calls);
+  }
+  {
+    SharedFloats c(big);  // a new buffer: the peers forget the freed ones
+    CheckCut(*shm, c.data, c.data, big, ReduceOp::kSum, 1.0, 4096);
+    EXPECT_EQ(shm->mapped_calls(), ++calls);
+    // Rank 0's output in private memory: every member through the slots.
+    std::vector<float> mine(static_cast<size_t>(big));
+    CheckCut(*shm, c.data, Rank() == 0 ? mine.data() : c.data, big, ReduceOp::kMax, 1.0, 4096);
+    EXPECT_EQ(shm->mapped_calls(), calls);
+  }
+  // 64-float regions: a slot of 256 bytes holds no table of them.
+  std::unique_ptr<ShmComm> small = MakeShm(kSlot, 60, false);
+  ASSERT_TRUE(small);
+  SharedFloats d(4099);
+  CheckCut(*small, d.data, d.data, 4099, ReduceOp::kSum, 1.0);
+  CheckCut(*small, d.data, d.data, 3, ReduceOp::kSum, 1.0);
+  EXPECT_EQ(small->mapped_calls(), 1);
 }
 
 // The creator unlinks the name once everyone has mapped it.

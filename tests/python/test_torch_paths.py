@@ -2,8 +2,11 @@
 hvd._hvd_fast and the generic prepare/SWIG path), plus what a Horovod user
 reaches for: sparse gradients (allgather and sparse_as_dense), grouped
 gradients (groups=, num_groups=), the deprecated average=, raw DLPack
-capsules and dtype errors in user terms. Runs on any number of ranks >= 2.
+capsules and dtype errors in user terms; tensors in shared buffers
+(hvd.shared_zeros). Runs on any number of ranks >= 2.
 """
+import gc
+import os
 import time
 import warnings
 
@@ -552,3 +555,32 @@ def test_unsupported_dtypes_are_named_in_user_terms(world, value, name):
             hvd.allgather(value)
     assert name in str(err.value) and "float32" in str(err.value)
     assert name in str(err_capsule.value)
+
+
+def test_shared_zeros_reduce_between_the_ranks_buffers(world):
+    """hvd.shared_zeros: zero-filled tensors in hvd_alloc_shared memory (any
+    shape and dtype); adjacent views of one buffer reduced in place as a
+    group, exactly; the buffer's name is in /dev/shm while a tensor on it
+    lives, and gone once none does."""
+    def names():
+        mine = "hvd-buf.%d." % os.getpid()
+        return [f for f in os.listdir("/dev/shm") if f.startswith(mine)]
+
+    before = len(names())
+    k = 1 << 16  # 256 KiB per view
+    flat = hvd.shared_zeros(5 * k)
+    assert flat.shape == (5 * k,) and flat.dtype == torch.float32 and not flat.any()
+    views = [flat[i * k:(i + 1) * k].view(256, 256) for i in range(5)]
+    for i, v in enumerate(views):
+        v.fill_(hvd.rank() + i)
+    hvd.grouped_allreduce_(views, op=hvd.Sum, name="shared_zeros.group")
+    for i, v in enumerate(views):
+        want = float(sum(r + i for r in range(hvd.size())))
+        assert torch.equal(v, torch.full((256, 256), want)), i
+    assert len(names()) == before + 1
+    del flat, views, v
+    gc.collect()
+    assert len(names()) == before
+    ints = hvd.shared_zeros((2, 3), dtype=torch.int64)
+    assert ints.shape == (2, 3) and ints.dtype == torch.int64 and not ints.any()
+    assert hvd.shared_zeros(0).shape == (0,)

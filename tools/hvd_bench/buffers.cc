@@ -2,15 +2,31 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace hvdbench {
 
-Buffers::Buffers(const Workload& wl, int gap, bool in_place, int rank)
+Floats::Floats(size_t n, float value, bool shared) : n_(n) {
+  if (!shared) {
+    heap_.assign(n, value);
+    return;
+  }
+  void* p = nullptr;
+  if (hvd_alloc_shared(static_cast<int64_t>(std::max<size_t>(n, 1) * sizeof(float)), &p) !=
+      HVD_OK) {
+    std::fprintf(stderr, "hvd_bench: hvd_alloc_shared: %s\n", hvd_last_error());
+    std::exit(1);
+  }
+  shared_.reset(static_cast<float*>(p));
+  Fill(value);
+}
+
+Buffers::Buffers(const Workload& wl, int gap, bool in_place, int rank, bool shared)
     : rank_(rank), counts_(wl.counts) {
   const size_t n = counts_.size();
   const int64_t total = wl.total() + static_cast<int64_t>(gap) * static_cast<int64_t>(n);
-  in_.assign(static_cast<size_t>(total), static_cast<float>(rank + 1));
-  if (!in_place) out_.assign(static_cast<size_t>(total), 0.0f);
+  in_ = Floats(static_cast<size_t>(total), static_cast<float>(rank + 1), shared);
+  if (!in_place) out_ = Floats(static_cast<size_t>(total), 0.0f, shared);
   dst_ = in_place ? in_.data() : out_.data();
   offset_.resize(n);
   shape_.resize(n);
@@ -41,11 +57,11 @@ Buffers::Buffers(const Workload& wl, int gap, bool in_place, int rank)
 
 void Buffers::Reset() {
   if (out_.empty()) {
-    std::fill(in_.begin(), in_.end(), static_cast<float>(rank_ + 1));  // in place
+    in_.Fill(static_cast<float>(rank_ + 1));  // in place
   } else if (output_starts_as_input_) {
-    std::fill(out_.begin(), out_.end(), static_cast<float>(rank_ + 1));
+    out_.Fill(static_cast<float>(rank_ + 1));
   } else {
-    std::fill(out_.begin(), out_.end(), 0.0f);
+    out_.Fill(0.0f);
   }
 }
 

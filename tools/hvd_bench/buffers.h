@@ -4,7 +4,9 @@
 // patterns - reduces the very same bytes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,31 @@
 
 namespace hvdbench {
 
+// Floats from the heap, or from hvd_alloc_shared (--shared-buffers).
+class Floats {
+ public:
+  Floats() = default;
+  Floats(size_t n, float value, bool shared);
+  float* data() { return shared_ ? shared_.get() : heap_.data(); }
+  const float* data() const { return shared_ ? shared_.get() : heap_.data(); }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  void Fill(float value) { std::fill(data(), data() + n_, value); }
+
+ private:
+  struct FreeShared {
+    void operator()(float* p) const { hvd_free_shared(p); }
+  };
+  std::vector<float> heap_;
+  std::unique_ptr<float, FreeShared> shared_;
+  size_t n_ = 0;
+};
+
 class Buffers {
  public:
   // Inputs are rank+1, so the sum over n ranks is exactly n(n+1)/2.
-  Buffers(const Workload& wl, int gap, bool in_place, int rank);
+  // `shared`: in hvd_alloc_shared memory (hvd and the raw patterns alike).
+  Buffers(const Workload& wl, int gap, bool in_place, int rank, bool shared);
   Buffers(const Buffers&) = delete;
   Buffers& operator=(const Buffers&) = delete;
 
@@ -41,7 +64,7 @@ class Buffers {
 
  private:
   int rank_;
-  std::vector<float> in_, out_;
+  Floats in_, out_;
   float* dst_ = nullptr;  // out_.data(), or in_.data() in place
   bool output_starts_as_input_ = false;
   std::vector<int64_t> offset_, shape_, counts_;

@@ -238,7 +238,7 @@ void Bench::AddPairedRows(const Workload& wl, const std::vector<Series>& paired)
 
 void Bench::RunWorkload(const Workload& wl, bool last_workload) {
   if (!raw_ && !hvd_is_initialized()) StartHvd();  // the rank comes from hvd
-  Buffers b(wl, args_.gap, args_.in_place, rank_);
+  Buffers b(wl, args_.gap, args_.in_place, rank_, args_.shared_buffers);
   std::vector<hvd_handle> handles(b.tensors());
   const std::vector<RawPattern> patterns =
       raw_timing_ ? PatternsFor(b, chunks_) : std::vector<RawPattern>{};
@@ -369,6 +369,9 @@ int Bench::Run(const std::vector<Workload>& workloads) {
                            ? "; cache-sized: " + FormatBytes(chunks_.cache_elems * 4) + " pieces"
                            : "") +
                       ")"};
+    if (args_.shared_buffers) {
+      notes_.push_back("every buffer from hvd_alloc_shared (--shared-buffers), raw patterns too");
+    }
     info.notes = notes_;
     info.idle_seconds = args_.idle_seconds;
     info.idle_settle_seconds = kIdleSettleSeconds;

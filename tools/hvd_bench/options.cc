@@ -102,6 +102,9 @@ void Usage(FILE* f) {
                "                     iteration by iteration, in turn, with hvd initialised:\n"
                "                     rows '(paired)', whose ratio is to the best paired raw\n"
                "                     pattern, measured on the same machine at the same time\n"
+               "  --shared-buffers   every buffer from hvd_alloc_shared (memory the other\n"
+               "                     ranks of the host map), for hvd and the raw patterns\n"
+               "                     alike: hvd then reduces between the ranks' buffers\n"
                "  --backend B        mpi, gloo or auto (default: what the launcher gives,\n"
                "                     MPI under mpirun, Gloo under hvdrun); sets\n"
                "                     HVD_CONTROLLER and HVD_CPU_OPERATIONS; the raw\n"
@@ -165,6 +168,8 @@ Args ParseArgs(int argc, char** argv) {
     } else if (f == "--in-place") {
       a.in_place = true;
       a.raw = false;
+    } else if (f == "--shared-buffers") {
+      a.shared_buffers = true;
     } else if (f == "--paired") {
       a.paired = true;
     } else if (f == "--backend") {

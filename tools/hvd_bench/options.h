@@ -24,6 +24,7 @@ struct Args {
   int gap = 0;                            // float elements between consecutive tensors
   bool in_place = false;                  // outputs are the inputs
   bool paired = false;                    // also time hvd and raw iteration by iteration
+  bool shared_buffers = false;            // buffers from hvd_alloc_shared
   double idle_seconds = 0;                // --idle: > 0
   std::string backend = "auto";           // mpi, gloo or auto
   bool help = false;

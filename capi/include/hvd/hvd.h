@@ -361,6 +361,23 @@ HVD_API hvd_status hvd_start_timeline(const char* path, int mark_cycles);
 /* Stop writing the timeline and close its file. */
 HVD_API hvd_status hvd_stop_timeline(void);
 
+/* ---------------------------------------------------------- shared memory */
+
+/* `bytes` (> 0) of zero-filled, page-aligned host memory that the other
+ * ranks on this host can map: a POSIX shared-memory object in /dev/shm
+ * (hvd-buf.PID.N) kept until hvd_free_shared, or, if the process dies
+ * first, removed by the next process on the host that allocates. An
+ * allreduce whose tensors lie in such memory on every rank (inputs and
+ * outputs, in place or not; host tensors, no prescale, all ranks on one
+ * host) reduces straight between the ranks' buffers instead of through
+ * hvd's shared-memory slots: each byte is read once and written once
+ * (docs/tuning.md, "Shared buffers"). Callable at any time, also before
+ * hvd_init and after hvd_shutdown. */
+HVD_API hvd_status hvd_alloc_shared(int64_t bytes, void** ptr);
+/* Frees memory from hvd_alloc_shared (NULL: nothing to do); not while an
+ * operation on it is in flight. Any other pointer: HVD_ERR_INVALID_ARGUMENT. */
+HVD_API hvd_status hvd_free_shared(void* ptr);
+
 /* ------------------------------------------------------------- statistics */
 
 /* Counters of this process since it first loaded hvd (not reset by init). */

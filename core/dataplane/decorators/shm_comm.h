@@ -22,6 +22,11 @@
 // bytes in the whole set; an alltoall's, a part per destination in each
 // member's slot.
 //
+// Where every member's tensors lie in buffers from hvd_alloc_shared
+// (shared_buffers.h), an allreduce skips the slots: each member reduces its
+// share from every member's input into every member's output, between two
+// barriers (shm_mapped.cc).
+//
 // Large allreduces of regions skip the slots for their inputs where the
 // kernel lets members read each other's memory and HVD_SHARED_MEMORY_PEER_READS
 // asks for it (peer_memory.h): each member reduces its share straight from
@@ -43,6 +48,7 @@
 #include <vector>
 
 #include "core/backends/forwarding_comm.h"
+#include "core/dataplane/decorators/shared_buffers.h"
 #include "core/dataplane/decorators/shm_segment.h"
 #include "core/dataplane/decorators/store_chooser.h"
 
@@ -80,6 +86,8 @@ class ShmComm : public ForwardingComm {
     kStoreKinds
   };
   const StoreChooser& stores(StoreKind kind = kAllreduceStores) const { return stores_[kind]; }
+  // Allreduces that went between shared buffers (shm_mapped.cc).
+  int64_t mapped_calls() const { return mapped_calls_; }
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -124,6 +132,12 @@ class ShmComm : public ForwardingComm {
     // another still reads this one's).
     uint64_t direct_table[2];
     int64_t direct_regions[2], direct_count[2];
+    // The allreduce of shared buffers (shm_mapped.cc), by the call's parity:
+    // the entries of this member's table in its slot (-1: its tensors are
+    // not all in shared buffers), and whether it could not map a peer's.
+    int64_t mapped[2];
+    int32_t mapped_failed[2];
+    uint64_t frees;  // SharedBuffers::Frees() of this member's process
   };
   static_assert(sizeof(Member) % 64 == 0, "whole cache lines per member");
   Member& member(int r) const;
@@ -145,6 +159,11 @@ class ShmComm : public ForwardingComm {
   void SharedCopyIn(const SharedCall& c, int64_t k);
   void SharedReduce(const SharedCall& c, int64_t k);
   void SharedCopyOut(const SharedCall& c, int64_t k);
+  struct MappedEntry;  // shm_mapped.cc
+  int64_t PublishMapped(const std::vector<DirectRegion>& regions, int64_t es, int64_t parity);
+  Status RunMapped(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
+                   ReduceOp op, double post, int64_t parity);
+  Status MapTables(int64_t es, int64_t parity);
   Status ProbePeerReads();
   Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post);
@@ -167,6 +186,7 @@ class ShmComm : public ForwardingComm {
   uint64_t passed_ = 0;
   int64_t round_ = 0;
   int64_t direct_calls_ = 0;
+  int64_t mapped_calls_ = 0;
   std::atomic<bool> aborted_{false};
   Status failed_;
   bool peer_reads_ = false;
@@ -175,6 +195,12 @@ class ShmComm : public ForwardingComm {
   std::vector<std::vector<DirectRegion>> tables_;
   std::vector<uint8_t> acc_, piece_;
   std::vector<iovec> iov_local_, iov_remote_;
+  // The allreduce of shared buffers: the peers' buffers mapped here, every
+  // member's table with addresses here, and each peer's frees last seen.
+  PeerBuffers peer_buffers_;
+  std::vector<std::vector<DirectRegion>> views_;
+  std::vector<std::vector<int64_t>> view_starts_;
+  std::vector<uint64_t> seen_frees_;
 };
 
 }  // namespace hvd

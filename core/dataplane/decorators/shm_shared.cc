@@ -152,6 +152,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   const int64_t mine = c.starts.back() == count ? count : -1;
   __atomic_store_n(&member(rank()).direct_count[parity], mine, __ATOMIC_RELAXED);
   if (count == 0 || mine < 0) {
+    __atomic_store_n(&member(rank()).mapped[parity], int64_t{-1}, __ATOMIC_RELAXED);
     HVD_RETURN_IF_ERROR(Barrier());
     return CheckCounts(parity, count);
   }
@@ -163,12 +164,23 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   c.slot_stream = timer.stream();
   if (c.slot_stream && block_.empty()) block_.resize(kBlockBytes);
   const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
-  SharedCopyIn(c, c.first);
+  // My tensors all in shared buffers: my table in my slot instead of A(first).
+  const bool mapped = PublishMapped(regions, es, parity) >= 0;
+  if (!mapped) SharedCopyIn(c, c.first);
+  HVD_RETURN_IF_ERROR(Barrier(&timer));
+  HVD_RETURN_IF_ERROR(CheckCounts(parity, count));
+  int members_mapped = 0;
+  for (int r = 0; r < size(); ++r) {
+    members_mapped += __atomic_load_n(&member(r).mapped[parity], __ATOMIC_RELAXED) >= 0;
+  }
+  if (members_mapped == size()) return RunMapped(regions, count, dt, op, post, parity);
+  if (members_mapped > 0) {  // some are, some not: through the slots, A(first) one barrier late
+    if (mapped) SharedCopyIn(c, c.first);
+    HVD_RETURN_IF_ERROR(Barrier());
+  }
   for (int64_t k = c.first; k <= last; ++k) {
-    HVD_RETURN_IF_ERROR(Barrier(&timer));
-    if (k == c.first) {
-      HVD_RETURN_IF_ERROR(CheckCounts(parity, count));
-    } else {
+    if (k > c.first) {
+      HVD_RETURN_IF_ERROR(Barrier(&timer));
       SharedCopyOut(c, k - 1);
     }
     SharedReduce(c, k);

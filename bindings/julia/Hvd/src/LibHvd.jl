@@ -393,6 +393,16 @@ function hvd_stop_timeline()
     ccall((:hvd_stop_timeline, libhvd), hvd_status, ())
 end
 
+"C: `hvd_status hvd_alloc_shared(int64_t bytes, void** ptr)`"
+function hvd_alloc_shared(bytes, ptr)
+    ccall((:hvd_alloc_shared, libhvd), hvd_status, (Int64, Ptr{Ptr{Cvoid}}), bytes, ptr)
+end
+
+"C: `hvd_status hvd_free_shared(void* ptr)`"
+function hvd_free_shared(ptr)
+    ccall((:hvd_free_shared, libhvd), hvd_status, (Ptr{Cvoid},), ptr)
+end
+
 "C: `hvd_status hvd_get_stats(hvd_stats* stats)`"
 function hvd_get_stats(stats)
     ccall((:hvd_get_stats, libhvd), hvd_status, (Ptr{hvd_stats},), stats)

@@ -22,6 +22,7 @@ from .functions import (allgather, allreduce, alltoall, broadcast,  # noqa: F401
                         grouped_allgather_async, grouped_allreduce, grouped_reducescatter,
                         grouped_reducescatter_async, reducescatter)
 from .optimizer import DistributedOptimizer  # noqa: F401
+from .shared import shared_zeros  # noqa: F401
 from .sparse import sparse_allreduce, sparse_allreduce_async  # noqa: F401
 from .sync_batch_norm import SyncBatchNorm  # noqa: F401
 from .zero import ZeroRedundancyOptimizer  # noqa: F401
