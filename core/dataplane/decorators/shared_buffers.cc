@@ -1,10 +1,8 @@
 #include "core/dataplane/decorators/shared_buffers.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,9 +17,10 @@ namespace {
 
 constexpr const char* kPrefix = "hvd-buf.";
 
+// A buffer of this process: its segment unlinks and unmaps it when freed.
 struct Buffer {
   uint64_t id;
-  size_t bytes;
+  std::unique_ptr<ShmSegment> segment;
 };
 
 struct Registry {
@@ -38,10 +37,6 @@ Registry& registry() {
   alignas(Registry) static unsigned char storage[sizeof(Registry)];
   static Registry* r = ::new (static_cast<void*>(storage)) Registry();
   return *r;
-}
-
-std::string Errno(const std::string& what) {
-  return what + ": " + std::strerror(errno);
 }
 
 // Names of processes that are gone (a job that died before freeing).
@@ -80,23 +75,12 @@ Status SharedBuffers::Alloc(int64_t bytes, void** out) {
   std::lock_guard<std::mutex> lock(r.mu);
   SweepDead();  // allocations are few: a look at /dev/shm each time is cheap
   const uint64_t id = r.next_id++;
-  const std::string name = Name(static_cast<int32_t>(::getpid()), id);
-  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Internal(Errno("hvd_alloc_shared: shm_open " + name));
-  // Reserved now: a full /dev/shm fails here, not with SIGBUS at first touch.
-  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  void* p = MAP_FAILED;
-  if (err == 0) {
-    p = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) err = errno;
-  }
-  ::close(fd);
-  if (err != 0) {
-    ::shm_unlink(name.c_str());
-    return Status::Internal("hvd_alloc_shared: " + std::to_string(bytes) + " bytes in " + name +
-                            ": " + std::strerror(err));
-  }
-  r.by_start.emplace(reinterpret_cast<uint64_t>(p), Buffer{id, static_cast<size_t>(bytes)});
+  auto segment = std::make_unique<ShmSegment>();
+  const Status s =
+      segment->Create(Name(static_cast<int32_t>(::getpid()), id), static_cast<size_t>(bytes));
+  if (!s.ok()) return Status::Internal("hvd_alloc_shared: " + s.message());
+  void* p = segment->data();
+  r.by_start.emplace(reinterpret_cast<uint64_t>(p), Buffer{id, std::move(segment)});
   r.count.store(r.by_start.size(), std::memory_order_release);
   *out = p;
   return Status::OK();
@@ -113,9 +97,7 @@ Status SharedBuffers::Free(void* p) {
     return Status::Invalid(std::string("hvd_free_shared: ") + where +
                            " is not a buffer from hvd_alloc_shared (or was freed already)");
   }
-  ::munmap(p, it->second.bytes);
-  ::shm_unlink(Name(static_cast<int32_t>(::getpid()), it->second.id).c_str());
-  r.by_start.erase(it);
+  r.by_start.erase(it);  // unlinks and unmaps
   r.count.store(r.by_start.size(), std::memory_order_release);
   r.frees.fetch_add(1, std::memory_order_release);
   return Status::OK();
@@ -136,45 +118,29 @@ bool SharedBuffers::Find(uint64_t p, uint64_t bytes, SharedRef* ref) {
   if (it == r.by_start.begin()) return false;
   --it;
   const uint64_t offset = p - it->first;
-  if (offset + bytes > it->second.bytes) return false;
+  if (offset + bytes > it->second.segment->size()) return false;
   ref->id = it->second.id;
   ref->offset = offset;
   return true;
-}
-
-PeerBuffers::Mapping::~Mapping() {
-  ::munmap(addr, bytes);
 }
 
 Status PeerBuffers::Map(int32_t pid, const SharedRef& ref, uint64_t bytes, uint8_t** at) {
   const auto key = std::make_pair(pid, ref.id);
   auto it = maps_.find(key);
   if (it == maps_.end()) {
-    const std::string name = SharedBuffers::Name(pid, ref.id);
-    const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) return Status::Internal(Errno("host-local shared memory: shm_open " + name));
-    struct stat st {};
-    void* p = MAP_FAILED;
-    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-      p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                 0);
-    }
-    const int err = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) {
-      return Status::Internal("host-local shared memory: mapping " + name + ": " +
-                              std::strerror(err));
-    }
-    it = maps_.emplace(key, std::make_unique<Mapping>(p, static_cast<size_t>(st.st_size))).first;
+    auto segment = std::make_unique<ShmSegment>();
+    const Status s = segment->Open(SharedBuffers::Name(pid, ref.id), 0);
+    if (!s.ok()) return Status::Internal(s.message());  // "shared memory: shm_open(NAME): ..."
+    it = maps_.emplace(key, std::move(segment)).first;
   }
-  const Mapping& m = *it->second;
-  if (ref.offset + bytes > m.bytes) {
+  const ShmSegment& m = *it->second;
+  if (ref.offset + bytes > m.size()) {
     return Status::Internal("host-local shared memory: " + std::to_string(bytes) + " bytes at " +
                             std::to_string(ref.offset) + " are outside " +
-                            SharedBuffers::Name(pid, ref.id) + " (" + std::to_string(m.bytes) +
+                            SharedBuffers::Name(pid, ref.id) + " (" + std::to_string(m.size()) +
                             " bytes)");
   }
-  *at = static_cast<uint8_t*>(m.addr) + ref.offset;
+  *at = m.data() + ref.offset;
   return Status::OK();
 }
 

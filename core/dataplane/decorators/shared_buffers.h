@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/common/status.h"
+#include "core/dataplane/decorators/shm_segment.h"
 
 namespace hvd {
 
@@ -57,15 +58,7 @@ class PeerBuffers {
   void Forget(int32_t pid);
 
  private:
-  struct Mapping {
-    Mapping(void* a, size_t n) : addr(a), bytes(n) {}
-    ~Mapping();
-    Mapping(const Mapping&) = delete;
-    Mapping& operator=(const Mapping&) = delete;
-    void* addr;
-    size_t bytes;
-  };
-  std::map<std::pair<int32_t, uint64_t>, std::unique_ptr<Mapping>> maps_;
+  std::map<std::pair<int32_t, uint64_t>, std::unique_ptr<ShmSegment>> maps_;
 };
 
 }  // namespace hvd

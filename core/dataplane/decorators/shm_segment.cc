@@ -44,7 +44,7 @@ Status ShmSegment::Open(const std::string& name, size_t bytes) {
   if (static_cast<size_t>(st.st_size) < bytes) {
     return Status::Backend("shared memory: " + name + " is smaller than expected");
   }
-  return Map(fd.get(), bytes);
+  return Map(fd.get(), bytes > 0 ? bytes : static_cast<size_t>(st.st_size));
 }
 
 Status ShmSegment::Map(int fd, size_t bytes) {

@@ -23,6 +23,7 @@ class ShmSegment {
 
   // name: "/hvd-..." (one path component). Create fails if it exists.
   Status Create(const std::string& name, size_t bytes);
+  // Maps the first `bytes` of an existing segment (0: all of it).
   Status Open(const std::string& name, size_t bytes);
   // Removes the name (the mapping stays); only the creator does.
   void Unlink();

@@ -152,7 +152,6 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   const int64_t mine = c.starts.back() == count ? count : -1;
   __atomic_store_n(&member(rank()).direct_count[parity], mine, __ATOMIC_RELAXED);
   if (count == 0 || mine < 0) {
-    __atomic_store_n(&member(rank()).mapped[parity], int64_t{-1}, __ATOMIC_RELAXED);
     HVD_RETURN_IF_ERROR(Barrier());
     return CheckCounts(parity, count);
   }
