@@ -76,7 +76,14 @@ export OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1
 pytest_args=(-m pytest -q -rs -p no:cacheprovider --color=no)
 
 cd "$tests_dir"
-ids=$("$python" "${pytest_args[@]}" --collect-only test_torch.py test_adasum_pytorch.py 2>/dev/null |
+# A file that does not collect (a missing module such as cloudpickle) must
+# stop the run, not leave it to the other file's tests.
+collected=$("$python" "${pytest_args[@]}" --collect-only test_torch.py test_adasum_pytorch.py 2>&1) || {
+  printf '%s\n' "$collected" | tail -15 >&2
+  echo "run_horovod_suite.sh: collecting Horovod's tests failed (see above)" >&2
+  exit 1
+}
+ids=$(printf '%s\n' "$collected" |
       grep '::' | { if [ -n "$filter" ]; then grep -E -- "$filter"; else cat; fi } |
       { if [ -n "$skip" ]; then grep -vE -- "$skip"; else cat; fi })
 [ -n "$ids" ] || { echo "run_horovod_suite.sh: no tests collected (filter '$filter')" >&2; exit 1; }
