@@ -11,7 +11,10 @@ same seed, and runs rounds of steps in turn:
 
   local  forward, backward, SGD step, no communication at all;
   hvd    the same with hvd.torch.DistributedOptimizer (allreduces start in
-         backward hooks; step() waits for them);
+         backward hooks; step() waits for them; gradients in shared buffers
+         from the second step on);
+  hvd-private  the same with gradient_as_bucket_view=False: gradients in
+         the process's own memory, as before 2026-12-03;
   ddp    the same with torch.nn.parallel.DistributedDataParallel over a gloo
          process group (broadcast_buffers off, like hvd, so both move only
          gradients).
@@ -22,7 +25,6 @@ the local step time, as a fraction of the step. For hvd it also prints the
 time step() spent waiting for allreduces after backward (measured directly).
 """
 import argparse
-import os
 import statistics
 import time
 
@@ -48,6 +50,8 @@ def main():
     p.add_argument("--steps", type=int, default=4, help="timed steps per mode per round")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps per mode per round")
     p.add_argument("--port", type=int, default=29533, help="DDP's rendezvous port on localhost")
+    p.add_argument("--modes", default="local,hvd,hvd-private,ddp",
+                   help="comma-separated, run in this order each round (default %(default)s)")
     args = p.parse_args()
 
     torch.set_num_threads(1)  # ranks share the machine's cores
@@ -62,8 +66,22 @@ def main():
     loss_fn = torch.nn.CrossEntropyLoss()
 
     local_model, local_opt = make(0)
-    hvd_model, hvd_opt = make(0)
-    hvd_opt = hvd.DistributedOptimizer(hvd_opt, named_parameters=hvd_model.named_parameters())
+
+    def hvd_mode(**kwargs):
+        model, opt = make(0)
+        opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(), **kwargs)
+
+        def step():
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            t0 = time.perf_counter()
+            opt.synchronize()  # what step() waits for after backward
+            t1 = time.perf_counter()
+            with opt.skip_synchronize():
+                opt.step()
+            return t1 - t0
+        return model, step
+
     ddp_base, _ = make(0)
     ddp_model = torch.nn.parallel.DistributedDataParallel(ddp_base, broadcast_buffers=False)
     ddp_opt = torch.optim.SGD(ddp_model.parameters(), lr=0.01, momentum=0.9)
@@ -74,25 +92,18 @@ def main():
         local_opt.step()
         return 0.0
 
-    def hvd_step():
-        hvd_opt.zero_grad()
-        loss_fn(hvd_model(x), y).backward()
-        t0 = time.perf_counter()
-        hvd_opt.synchronize()  # what step() waits for after backward
-        t1 = time.perf_counter()
-        with hvd_opt.skip_synchronize():
-            hvd_opt.step()
-        return t1 - t0
-
     def ddp_step():
         ddp_opt.zero_grad()
         loss_fn(ddp_model(x), y).backward()  # DDP's allreduces finish inside backward
         ddp_opt.step()
         return 0.0
 
-    modes = [("local", local_step), ("hvd", hvd_step), ("ddp", ddp_step)]
+    hvd_model, hvd_step = hvd_mode()
+    private_model, private_step = hvd_mode(gradient_as_bucket_view=False)
+    steps = {"local": local_step, "hvd": hvd_step, "hvd-private": private_step, "ddp": ddp_step}
+    modes = [(m, steps[m]) for m in args.modes.split(",")]
     times = {m: [] for m, _ in modes}
-    waits = []
+    waits = {m: [] for m, _ in modes}
     for _ in range(args.rounds):
         for mode, step in modes:
             for it in range(args.warmup + args.steps):
@@ -102,33 +113,35 @@ def main():
                 t1 = time.perf_counter()
                 if it >= args.warmup:
                     times[mode].append(t1 - t0)
-                    if mode == "hvd":
-                        waits.append(wait)
+                    waits[mode].append(wait)
 
     # The replicas must agree after training: a check that both really reduced.
     same = []
-    for model in (hvd_model, ddp_base):
+    for model in (hvd_model, private_model, ddp_base):
         flat = torch.cat([q.detach().reshape(-1) for q in model.parameters()])
         rows = hvd.allgather(flat[:100000].unsqueeze(0))
         same.append(all(torch.equal(rows[0], rows[k]) for k in range(1, size)))
 
     if rank == 0:
-        local = statistics.median(times["local"])
+        local = statistics.median(times["local"]) if "local" in times else 0.0
         print("ResNet-50 (torchvision %s, torch %s), CPU, np=%d, batch %d/rank, %dx%d images, "
               "%d timed steps per mode; load average %s"
               % (torchvision.__version__, torch.__version__, size, args.batch, args.image_size,
-                 args.image_size, len(times["local"]), open("/proc/loadavg").read().split()[0]))
+                 args.image_size, args.rounds * args.steps, open("/proc/loadavg").read().split()[0]))
         print("%-6s %12s %12s %12s %14s %10s" % ("mode", "step_s", "range_s", "images/s",
                                                  "unhidden_s", "fraction"))
         for mode, _ in modes:
             t = statistics.median(times[mode])
-            unhidden = max(0.0, t - local) if mode != "local" else 0.0
+            unhidden = max(0.0, t - local) if local and mode != "local" else 0.0
             print("%-6s %12.3f %12s %12.2f %14.3f %9.1f%%" % (
                 mode, t, "%.2f-%.2f" % (min(times[mode]), max(times[mode])),
                 args.batch * size / t, unhidden, 100 * unhidden / t))
-        print("hvd: step() waited %.3f s (median; range %.3f-%.3f) for allreduces after backward"
-              % (statistics.median(waits), min(waits), max(waits)))
-        print("replicas identical across ranks: hvd %s, ddp %s" % tuple(same))
+        for mode in ("hvd", "hvd-private"):
+            w = waits.get(mode)
+            if w:
+                print("%s: step() waited %.3f s (median; range %.3f-%.3f) for allreduces after "
+                      "backward" % (mode, statistics.median(w), min(w), max(w)))
+        print("replicas identical across ranks: hvd %s, hvd-private %s, ddp %s" % tuple(same))
     dist.destroy_process_group()
     hvd.shutdown()
     if not all(same):

@@ -1,10 +1,11 @@
 """hvd.torch: DistributedOptimizer against a single-process reference,
-compression, gradient accumulation, and the broadcast helpers."""
-import numpy as np
+compression, gradient accumulation, gradients in shared buffers, and the
+broadcast helpers."""
 import pytest
 import torch
 
 import hvd.torch as hvd
+from hvd import hvd_c
 
 torch.set_num_threads(1)
 STEPS = 6
@@ -40,7 +41,7 @@ def reference_weights(steps=STEPS):
     return [p.detach().clone() for p in model.parameters()]
 
 
-def train_distributed(passes=1, **kwargs):
+def train_distributed(passes=1, set_to_none=False, **kwargs):
     r = hvd.rank()
     model = make_model(seed=100 + r)  # different on each rank until broadcast
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
@@ -51,7 +52,7 @@ def train_distributed(passes=1, **kwargs):
     x, y = shard(x, r), shard(y, r)
     zero_grad_refused = False
     for _ in range(STEPS):
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=set_to_none)
         for xs, ys in zip(x.chunk(passes), y.chunk(passes)):
             # Each pass's loss is scaled so the accumulated gradient is the
             # mean over the rank's whole shard.
@@ -105,6 +106,82 @@ def test_backward_passes_per_step_2(reference):
     assert zero_grad_refused, "zero_grad between accumulation passes must raise"
     assert_same_on_all_ranks(model)
     assert_close_to(model, reference, atol=1e-5)
+
+
+def shared_buffer_ranges():
+    """(start, end) of each hvd_alloc_shared buffer this process maps."""
+    ranges = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "/dev/shm/hvd-buf." in line:
+                ranges.append(tuple(int(a, 16) for a in line.split()[0].split("-")))
+    return ranges
+
+
+def in_shared_buffer(t, ranges):
+    return any(lo <= t.data_ptr() < hi for lo, hi in ranges)
+
+
+def assert_one_buffer_without_gaps(grads):
+    """The gradients tile one stretch of memory: each starts where another ends."""
+    spans = sorted((g.data_ptr(), g.data_ptr() + g.numel() * g.element_size()) for g in grads)
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert start == end, "gap or overlap between gradients: %#x, %#x" % (end, start)
+
+
+@pytest.mark.parametrize("set_to_none", [False, True])
+def test_gradients_become_views_of_shared_buffers(reference, set_to_none):
+    """By default, where another rank shares the host, the gradients are
+    views of one shared buffer from the second step on (zero_grad zeroing
+    in place, or setting them to None and the hooks copying them back), and
+    training matches the single-process reference as before."""
+    if hvd.local_size() < 2:
+        pytest.skip("no other rank on this host: gradients stay private by default")
+    model, _ = train_distributed(set_to_none=set_to_none)
+    assert_same_on_all_ranks(model)
+    assert_close_to(model, reference, atol=1e-5)
+    grads = [p.grad for p in model.parameters()]
+    ranges = shared_buffer_ranges()
+    assert all(in_shared_buffer(g, ranges) for g in grads), ranges
+    assert_one_buffer_without_gaps(grads)
+
+
+def test_gradient_as_bucket_view_false_keeps_them_private(reference):
+    model, _ = train_distributed(gradient_as_bucket_view=False)
+    assert_close_to(model, reference, atol=1e-5)
+    ranges = shared_buffer_ranges()
+    assert not any(in_shared_buffer(p.grad, ranges) for p in model.parameters())
+
+
+def test_gradients_in_shared_buffers_move_two_bytes_per_byte(world):
+    """One host, shared memory on: the step's fused allreduce reads and
+    writes each gradient byte once (2 B/B) instead of through the slots
+    (4 B/B in the first step, on autograd's own gradients)."""
+    if hvd.local_size() != hvd.size():
+        pytest.skip("ranks on more than one host")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 256))  # 1 MiB of gradients
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+
+    def step_stats():
+        before, after = hvd_c.hvd_stats(), hvd_c.hvd_stats()
+        before.struct_size = after.struct_size = 48  # sizeof(hvd_stats)
+        assert hvd_c.hvd_get_stats(before) == 0
+        opt.zero_grad()
+        model(torch.full((4, 256), float(hvd.rank() + 1))).sum().backward()
+        opt.step()
+        assert hvd_c.hvd_get_stats(after) == 0
+        calls = after.host_allreduces - before.host_allreduces
+        if after.shm_chosen_calls - before.shm_chosen_calls != calls:
+            pytest.skip("the step's allreduces did not all go through shared memory")
+        return (after.host_bytes_moved - before.host_bytes_moved) / (
+            after.allreduced_bytes - before.allreduced_bytes)
+
+    assert step_stats() == pytest.approx(4.0, abs=1e-3)
+    for _ in range(2):
+        assert step_stats() == pytest.approx(2.0, abs=1e-3)
 
 
 def test_hooks_start_allreduce_during_backward(world):

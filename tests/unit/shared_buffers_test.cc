@@ -3,7 +3,8 @@
 // Free; bad arguments are errors naming the call; Find answers for ranges
 // inside a buffer only; a process's buffers can be mapped by (pid, id), with
 // out-of-range and unknown buffers refused; an allocation removes the names
-// of processes that are gone.
+// of processes that are gone; a forked child freeing its copy of a buffer
+// leaves the parent's name.
 #include "core/dataplane/decorators/shared_buffers.h"
 
 #include <fcntl.h>
@@ -109,6 +110,23 @@ TEST(SharedBuffers, AllocationRemovesNamesOfProcessesThatAreGone) {
   EXPECT_TRUE(InDevShm(alive)) << alive;
   ::shm_unlink(alive.c_str());
   ASSERT_TRUE(SharedBuffers::Free(p).ok());
+}
+
+TEST(SharedBuffers, AForkedChildFreeingItsCopyLeavesTheName) {
+  void* p = nullptr;
+  ASSERT_TRUE(SharedBuffers::Alloc(4096, &p).ok());
+  SharedRef ref;
+  ASSERT_TRUE(SharedBuffers::Find(reinterpret_cast<uint64_t>(p), 1, &ref));
+  const std::string name = SharedBuffers::Name(static_cast<int32_t>(::getpid()), ref.id);
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(SharedBuffers::Free(p).ok() ? 0 : 1);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(InDevShm(name)) << name;
+  ASSERT_TRUE(SharedBuffers::Free(p).ok());
+  EXPECT_FALSE(InDevShm(name)) << name;
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ class ShmSegment {
   Status Open(const std::string& name, size_t bytes);
   // Removes the name (the mapping stays); only the creator does.
   void Unlink();
+  // Keeps the name when this object goes: a forked child's copy of the
+  // creator's segment must not remove the creator's name.
+  void Disown() { name_.clear(); }
 
   uint8_t* data() const { return static_cast<uint8_t*>(addr_); }
   size_t size() const { return bytes_; }

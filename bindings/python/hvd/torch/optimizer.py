@@ -13,7 +13,9 @@ one C call to submit and one to wait. Groups (`groups=`/`num_groups=`) are
 submitted as one grouped allreduce once every gradient of the group is
 ready. Sparse gradients (nn.Embedding(sparse=True)) are allgathered as
 indices and values (sparse_allreduce_async), or densified first with
-`sparse_as_dense=True`.
+`sparse_as_dense=True`. On CPU, from the second step on, the gradients are
+views of shared buffers (_grad_buckets.py) unless gradient_as_bucket_view
+is False.
 """
 import contextlib
 import warnings
@@ -22,8 +24,9 @@ import zlib
 import torch
 
 from .. import _hvd_fast, ops
-from ..basics import size
+from ..basics import local_size, size
 from ..process_sets import global_process_set
+from ._grad_buckets import GradBuckets
 from ._hook_reducer import HookReducer
 from .compression import Compression
 from .sparse import sparse_allreduce_async
@@ -44,10 +47,11 @@ class _Param:
     dicts keyed by tensors would call torch.Tensor.__hash__, a Python
     function, several times per gradient and step."""
 
-    __slots__ = ("param", "name", "slot", "group", "delay")
+    __slots__ = ("param", "name", "slot", "group", "delay", "view")
 
     def __init__(self, param, name, slot, delay):
         self.param, self.name, self.slot, self.group, self.delay = param, name, slot, None, delay
+        self.view = None  # p.grad's place in a shared buffer (GradBuckets)
 
 
 class _Group:
@@ -92,7 +96,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, groups, sparse_as_dense, process_set,
-                 comm_hook=None, comm_hook_state=None, bucket_cap_mb=25):
+                 comm_hook=None, comm_hook_state=None, bucket_cap_mb=25,
+                 gradient_as_bucket_view=None):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
@@ -146,6 +151,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._grad_accs = []     # keep the accumulator nodes (and hooks) alive
         self._synchronized = False
         self._should_synchronize = True
+        self._buckets = self._grad_buckets(gradient_as_bucket_view)
         self._register_hooks()
 
     # Marker used by broadcast_optimizer_state.
@@ -190,6 +196,18 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 chunks.append(chunk)
         return [tuple(c) for c in chunks if len(c) > 1]
 
+    def _grad_buckets(self, wanted):
+        """GradBuckets where shared memory can reduce between the ranks'
+        buffers: by default when some rank shares this host, the gradients
+        go uncompressed without a predivide factor and no comm_hook makes
+        its own buckets."""
+        if wanted is None:
+            wanted = local_size() > 1 and self._predivide == 1.0
+        if not wanted or not self._lean or self._hook_reducer is not None \
+                or not self._member():
+            return None
+        return GradBuckets()
+
     def _member(self):
         """Whether this rank is in the optimizer's process set. Ranks outside
         it (Horovod lets every rank build the optimizer) step locally."""
@@ -212,10 +230,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _make_hook(self, st):
         handles = self._handles
         group = st.group
+        buckets = self._buckets
 
         def hook(*_ignored):
             if self._skip_backward_sync:
                 return  # no_sync(): accumulate locally, reduce later
+            if buckets is not None and not buckets.built:
+                buckets.note(st)  # the first step: the order gradients arrive in
             delay = st.delay
             if delay <= 0:
                 raise AssertionError(
@@ -241,7 +262,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return 1.0, 1.0
 
     @staticmethod
-    def _grad_of(p):
+    def _grad_of(st):
+        if st.view is not None:
+            return GradBuckets.adopt(st)
+        p = st.param
         grad = p.grad
         if grad is None:
             # Every rank must submit the same tensors: a parameter unused in
@@ -250,7 +274,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return grad
 
     def _allreduce_grad_async(self, st):
-        grad = self._grad_of(st.param)
+        grad = self._grad_of(st)
         if self._lean:
             handle = st.slot.allreduce_(grad)
             if handle is not None:
@@ -271,7 +295,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         tensors, ctxs = [], []
         for st in group.members:
             self._handles.pop(st, None)
-            grad = self._grad_of(st.param)
+            grad = self._grad_of(st)
             if grad.is_sparse:
                 if not self._sparse_as_dense:
                     raise ValueError(
@@ -340,6 +364,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 if st.group is not None:
                     st.group.count = 0
             handles.clear()
+        if self._buckets is not None and not self._buckets.built:
+            self._buckets.build(self._params)
         self._synchronized = True
 
     @contextlib.contextmanager
@@ -391,7 +417,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                          backward_passes_per_step=1, op=ops.Average,
                          gradient_predivide_factor=1.0, num_groups=0, groups=None,
                          sparse_as_dense=False, process_set=global_process_set,
-                         comm_hook=None, comm_hook_state=None, bucket_cap_mb=25):
+                         comm_hook=None, comm_hook_state=None, bucket_cap_mb=25,
+                         gradient_as_bucket_view=None):
     """Wrap a torch optimizer so that step() applies gradients averaged over
     all ranks (or `process_set`).
 
@@ -413,7 +440,13 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     bucket, DDP's communication-hook contract (hvd.torch.comm_hooks:
     allreduce_hook, fp16_compress_hook, bf16_compress_hook, powerSGD_hook
     with a PowerSGDState). Buckets are the groups given, or consecutive
-    parameters up to bucket_cap_mb. Needs op=Average and no compression."""
+    parameters up to bucket_cap_mb. Needs op=Average and no compression.
+    gradient_as_bucket_view: after the first step each dense CPU gradient
+    p.grad is a view of a buffer in shared memory, laid out in the order the
+    gradients arrived, so the ranks of a host reduce between their buffers
+    (DDP's option of that name; p.grad must not be detached in place). The
+    default, None: on where another rank shares this host and gradients go
+    uncompressed, without a predivide factor or comm_hook; False: never."""
     if gradient_predivide_factor != 1.0 and op != ops.Average:
         raise ValueError("gradient_predivide_factor needs op=Average")
     if backward_passes_per_step < 1:
@@ -435,4 +468,4 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
                op, gradient_predivide_factor, groups, sparse_as_dense, process_set,
-               comm_hook, comm_hook_state, bucket_cap_mb)
+               comm_hook, comm_hook_state, bucket_cap_mb, gradient_as_bucket_view)
