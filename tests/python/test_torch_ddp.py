@@ -104,6 +104,46 @@ def test_bucket_contract(world):
         assert s[5] == sum(torch.Size(shape).numel() for shape in s[4])
 
 
+def test_hook_buckets_are_the_gradients_in_shared_buffers(world):
+    """Where another rank shares the host (gradient_as_bucket_view by
+    default), from the second step on each bucket's buffer is a shared
+    buffer whose views are the parameters' p.grad: the hook reduces the
+    gradients where they are; the first step hands over a concatenation.
+    Training stays bitwise the default path's."""
+    if hvd.local_size() < 2:
+        pytest.skip("no other rank on this host: gradients stay private by default")
+    steps = []
+
+    def hook(state, bucket):
+        buf = bucket.buffer()
+        grads = [p.grad for p in bucket.parameters()]
+        steps.append(all(g.data_ptr() - buf.data_ptr() == 4 * offset
+                         for g, offset in zip(grads, _offsets(grads))))
+        return comm_hooks.allreduce_hook(state, bucket)
+
+    plain = flat(train(steps=3))
+    hooked = flat(train(dict(comm_hook=hook, bucket_cap_mb=0.0005), steps=3))
+    assert torch.equal(plain, hooked)
+    per_step = len(steps) // 3
+    assert steps == [False] * per_step + [True] * (2 * per_step)
+    model = make_model()
+    private = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       comm_hook=hook, gradient_as_bucket_view=False)
+    del steps[:]
+    for _ in range(2):
+        model(torch.ones(1, 5)).sum().backward()
+        private.step()
+    assert not any(steps)
+
+
+def _offsets(grads):
+    offsets, at = [], 0
+    for g in grads:
+        offsets.append(at)
+        at += g.numel()
+    return offsets
+
+
 def test_comm_hook_arguments(world):
     model = make_model()
     with pytest.raises(ValueError, match="op=Average"):

@@ -1,6 +1,8 @@
 """hvd.torch: DistributedOptimizer against a single-process reference,
 compression, gradient accumulation, gradients in shared buffers, and the
 broadcast helpers."""
+import os
+
 import pytest
 import torch
 
@@ -157,8 +159,8 @@ def test_gradients_in_shared_buffers_move_two_bytes_per_byte(world):
     """One host, shared memory on: the step's fused allreduce reads and
     writes each gradient byte once (2 B/B) instead of through the slots
     (4 B/B in the first step, on autograd's own gradients)."""
-    if hvd.local_size() != hvd.size():
-        pytest.skip("ranks on more than one host")
+    if hvd.local_size() != hvd.size() or os.environ.get("HVD_SHARED_MEMORY") == "0":
+        pytest.skip("ranks on more than one host, or no shared memory")
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
                                 torch.nn.Linear(512, 256))  # 1 MiB of gradients
@@ -173,9 +175,6 @@ def test_gradients_in_shared_buffers_move_two_bytes_per_byte(world):
         model(torch.full((4, 256), float(hvd.rank() + 1))).sum().backward()
         opt.step()
         assert hvd_c.hvd_get_stats(after) == 0
-        calls = after.host_allreduces - before.host_allreduces
-        if after.shm_chosen_calls - before.shm_chosen_calls != calls:
-            pytest.skip("the step's allreduces did not all go through shared memory")
         return (after.host_bytes_moved - before.host_bytes_moved) / (
             after.allreduced_bytes - before.allreduced_bytes)
 

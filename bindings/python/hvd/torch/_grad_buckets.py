@@ -1,7 +1,9 @@
 """DistributedOptimizer's gradients as views of shared buffers (DDP's
 gradient_as_bucket_view), so that shared memory reduces them between the
 ranks' buffers: each byte read once and written once instead of passing
-through hvd's slots, and adjacent gradients need no fusion copy.
+through hvd's slots, and adjacent gradients need no fusion copy. With a
+comm_hook, _hook_reducer.py lays out each of its buckets the same way (the
+bucket's buffer is then the gradients themselves).
 
 The first step runs on the gradients as autograd made them and records the
 order their hooks fired. At its end every dense CPU gradient gets a place,
@@ -31,10 +33,34 @@ def _dense_strides(p):
     return True
 
 
-def _eligible(p):
+def eligible(p):
     return (p.requires_grad and p.device.type == "cpu" and p.layout == torch.strided
             and p.numel() > 0 and _dense_strides(p)
             and (p.grad is None or (not p.grad.is_sparse and p.grad.dtype == p.dtype)))
+
+
+def lay_out(members):
+    """One shared buffer holding the gradients of `members` (_Param states
+    of one dtype) in that order, each p.grad now a view of it (with the
+    step's values); the buffer, or None with a warning where
+    hvd_alloc_shared fails (a small /dev/shm)."""
+    try:
+        flat = shared_zeros(sum(st.param.numel() for st in members),
+                            dtype=members[0].param.dtype)
+    except HvdError as e:
+        warnings.warn("DistributedOptimizer: gradients stay in private memory: %s" % e)
+        return None
+    offset = 0
+    with torch.no_grad():
+        for st in members:
+            p = st.param
+            view = flat.as_strided(p.size(), p.stride(), offset)
+            offset += p.numel()
+            if p.grad is not None:
+                view.copy_(p.grad)
+            p.grad = view
+            st.view = view
+    return flat
 
 
 class GradBuckets:
@@ -50,33 +76,17 @@ class GradBuckets:
             self._order.append(st)
 
     def build(self, states):
-        """Lay the gradients out in shared buffers and point p.grad at them.
-        Where hvd_alloc_shared fails (a small /dev/shm), warn once and keep
-        the gradients where they are."""
+        """Lay the gradients out in shared buffers, one per dtype."""
         self.built = True
         order = self._order + [st for st in states if id(st) not in self._seen]
         self._order, self._seen = [], set()
         by_dtype = {}
         for st in order:
-            if _eligible(st.param):
+            if eligible(st.param):
                 by_dtype.setdefault(st.param.dtype, []).append(st)
-        for dtype, members in by_dtype.items():
-            total = sum(st.param.numel() for st in members)
-            try:
-                flat = shared_zeros(total, dtype=dtype)
-            except HvdError as e:
-                warnings.warn("DistributedOptimizer: gradients stay in private memory: %s" % e)
+        for members in by_dtype.values():
+            if lay_out(members) is None:
                 return
-            offset = 0
-            with torch.no_grad():
-                for st in members:
-                    p = st.param
-                    view = flat.as_strided(p.size(), p.stride(), offset)
-                    offset += p.numel()
-                    if p.grad is not None:
-                        view.copy_(p.grad)
-                    p.grad = view
-                    st.view = view
 
     @staticmethod
     def adopt(st):

@@ -5,16 +5,22 @@ Each bucket is handed to the hook once all its gradients are ready in this
 step (after backward_passes_per_step passes); synchronize() hands over the
 buckets whose gradients never came (unused parameters contribute zeros), in
 bucket order, waits for every future and copies the results into p.grad.
+
+With gradient views (DDP's gradient_as_bucket_view, _grad_buckets.py) each
+bucket of contiguous CPU parameters gets its own shared buffer after the
+first step, p.grad views of it: the hook is handed that buffer itself (no
+concatenation), and a result that is that buffer needs no copy back.
 """
 import zlib
 
 import torch
 
+from ._grad_buckets import GradBuckets, eligible, lay_out
 from .comm_hooks import GradBucket
 
 
 class _Bucket:
-    __slots__ = ("index", "members", "names", "name", "count", "pending")
+    __slots__ = ("index", "members", "names", "name", "count", "pending", "flat")
 
     def __init__(self, index, members):
         self.index, self.members = index, members
@@ -22,6 +28,7 @@ class _Bucket:
         self.name = "bucket.%d#%08x" % (index, zlib.crc32("|".join(self.names).encode()))
         self.count = 0
         self.pending = None  # (future, GradBucket) once handed to the hook
+        self.flat = None     # the shared buffer its gradients are views of
 
 
 def _buckets_by_size(states, cap_bytes):
@@ -44,8 +51,10 @@ def _buckets_by_size(states, cap_bytes):
 
 
 class HookReducer:
-    def __init__(self, opt, states, groups, bucket_cap_mb, hook, hook_state, process_set):
+    def __init__(self, opt, states, groups, bucket_cap_mb, hook, hook_state, process_set,
+                 views=False):
         self._opt = opt
+        self._views = views  # lay the buckets out in shared buffers after the first step
         self._hook, self._state, self._process_set = hook, hook_state, process_set
         trainable = [st for st in states if st.param.requires_grad]
         if groups:
@@ -95,6 +104,11 @@ class HookReducer:
         return hook
 
     def _submit(self, bucket):
+        if bucket.flat is not None:
+            for st in bucket.members:
+                GradBuckets.adopt(st)
+            self._hand_over(bucket, bucket.flat)
+            return
         grads = []
         for st in bucket.members:
             p = st.param
@@ -104,7 +118,9 @@ class HookReducer:
                 raise ValueError("DistributedOptimizer: comm_hook needs dense gradients; %s is "
                                  "sparse" % st.name)
             grads.append(p.grad.reshape(-1))
-        buf = torch.cat(grads) if len(grads) > 1 else grads[0].clone()
+        self._hand_over(bucket, torch.cat(grads) if len(grads) > 1 else grads[0].clone())
+
+    def _hand_over(self, bucket, buf):
         self._submitted += 1
         gb = GradBucket(bucket.index, buf, [st.param for st in bucket.members], bucket.names,
                         self._process_set, bucket.name, self._submitted == len(self.buckets))
@@ -120,6 +136,8 @@ class HookReducer:
                 out = fut.wait() if hasattr(fut, "wait") else fut
                 if isinstance(out, (list, tuple)):  # torch hooks: Future[List[Tensor]]
                     out = out[0]
+                if out is b.flat:
+                    continue  # reduced where the gradients are
                 offset = 0
                 with torch.no_grad():
                     for st in b.members:
@@ -129,6 +147,13 @@ class HookReducer:
                         offset += n
         finally:
             self.reset()
+        if self._views:
+            self._views = False
+            for b in self.buckets:
+                if all(eligible(st.param) and st.param.is_contiguous() for st in b.members):
+                    b.flat = lay_out(b.members)
+                    if b.flat is None:
+                        return
 
     def reset(self):
         for b in self.buckets:

@@ -138,9 +138,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._comm_hook = comm_hook
         self._hook_reducer = None  # _hook_reducer.HookReducer with a comm_hook
         self._skip_backward_sync = False  # inside no_sync()
+        views = self._wants_views(gradient_as_bucket_view)
         if comm_hook is not None:
             self._hook_reducer = HookReducer(self, self._params, group_tuples, bucket_cap_mb,
-                                             comm_hook, comm_hook_state, process_set)
+                                             comm_hook, comm_hook_state, process_set, views)
             group_tuples = []
         for g in group_tuples:
             group = _Group([state_of[id(p)] for p in g])
@@ -151,7 +152,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._grad_accs = []     # keep the accumulator nodes (and hooks) alive
         self._synchronized = False
         self._should_synchronize = True
-        self._buckets = self._grad_buckets(gradient_as_bucket_view)
+        # GradBuckets: gradients in shared buffers (the hook reducer has its own).
+        self._buckets = GradBuckets() if views and self._hook_reducer is None else None
         self._register_hooks()
 
     # Marker used by broadcast_optimizer_state.
@@ -196,17 +198,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 chunks.append(chunk)
         return [tuple(c) for c in chunks if len(c) > 1]
 
-    def _grad_buckets(self, wanted):
-        """GradBuckets where shared memory can reduce between the ranks'
-        buffers: by default when some rank shares this host, the gradients
-        go uncompressed without a predivide factor and no comm_hook makes
-        its own buckets."""
+    def _wants_views(self, wanted):
+        """Whether gradients go into shared buffers (gradient_as_bucket_view):
+        by default where some rank shares this host and gradients go
+        uncompressed without a predivide factor."""
         if wanted is None:
             wanted = local_size() > 1 and self._predivide == 1.0
-        if not wanted or not self._lean or self._hook_reducer is not None \
-                or not self._member():
-            return None
-        return GradBuckets()
+        return bool(wanted) and self._lean and self._member()
 
     def _member(self):
         """Whether this rank is in the optimizer's process set. Ranks outside
@@ -444,9 +442,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     gradient_as_bucket_view: after the first step each dense CPU gradient
     p.grad is a view of a buffer in shared memory, laid out in the order the
     gradients arrived, so the ranks of a host reduce between their buffers
-    (DDP's option of that name; p.grad must not be detached in place). The
-    default, None: on where another rank shares this host and gradients go
-    uncompressed, without a predivide factor or comm_hook; False: never."""
+    (DDP's option of that name; p.grad must not be detached in place; with
+    a comm_hook each bucket is a buffer of its own). The default, None: on
+    where another rank shares this host and gradients go uncompressed,
+    without a predivide factor; False: never."""
     if gradient_predivide_factor != 1.0 and op != ops.Average:
         raise ValueError("gradient_predivide_factor needs op=Average")
     if backward_passes_per_step < 1:
