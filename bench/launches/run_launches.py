@@ -14,7 +14,8 @@ of hvd and of the best raw pattern side by side, the per-launch ratio
 hvd / best raw of the same launch (the faster of before-init and hvd-idle),
 hvd's spread max/min, raw's, and the goals of issue 32. --paired adds, for
 both, hvd and the raw patterns timed in turn iteration by iteration;
---shared-buffers puts the C API runs' buffers in hvd_alloc_shared memory.
+--shared-buffers puts the buffers in hvd_alloc_shared memory (the C API
+runs', and hvd.torch's through hvd.shared_zeros).
 
     /usr/bin/python3 bench/launches/run_launches.py [-n 20] [--budget-min 25]
     /usr/bin/python3 bench/launches/run_launches.py --summarize OUT_DIR
@@ -157,6 +158,8 @@ class Runner:
             cmd += ["--big-iters", str(a.big_iters)]
         if a.paired:
             cmd.append("--paired")
+        if a.shared_buffers and a.module == "hvd.torch":
+            cmd.append("--shared-buffers")
         return self.run(cmd, "torch_%02d" % i)
 
 
@@ -328,8 +331,8 @@ def main():
                         "and the raw patterns also timed iteration by iteration, in turn (a "
                         "third table, and a second for torch)")
     p.add_argument("--shared-buffers", action="store_true",
-                   help="hvd_bench --shared-buffers: the C API runs' buffers (hvd's and the raw "
-                        "patterns') from hvd_alloc_shared")
+                   help="hvd_bench and launch_bench.py (hvd.torch) --shared-buffers: the "
+                        "buffers (hvd's and the raw patterns') from hvd_alloc_shared")
     p.add_argument("--perf", action="store_true",
                    help="run each hvd_bench rank under perf stat (OUT_DIR/perf_*.rankN)")
     p.add_argument("--what", choices=["both", "c", "torch"], default="both")

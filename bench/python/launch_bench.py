@@ -7,7 +7,10 @@ with raw MPI (mpi4py) on the same buffers in the same launch.
         bench/python/launch_bench.py --sets W1,W2,W4,PATH/to/x_grads.txt --csv out.csv
 
 Every tensor of a set is a view into one contiguous float32 buffer (adjacent,
-as DDP's bucket views make them), reduced in place. One iteration:
+as DDP's bucket views make them), reduced in place; with --shared-buffers
+that buffer is from hvd.shared_zeros (hvd_alloc_shared), as
+DistributedOptimizer's gradients are where ranks share a host, for the
+binding and the raw patterns alike. One iteration:
 - binding: allreduce_async_(view, name, op=Sum) on every tensor in file
   order, then synchronize() on each (the pattern of WORKLOADS.md);
 - raw MPI, each pattern in place on the same buffer: one Allreduce per
@@ -92,7 +95,7 @@ def set_spec(name, shapes_dir):
 
 
 class Set:
-    def __init__(self, torch, name, shapes, rank, args):
+    def __init__(self, torch, name, shapes, rank, args, shared_zeros=None):
         self.name = name
         self.counts = [numel(s) for s in shapes]
         self.nbytes = 4 * sum(self.counts)
@@ -106,7 +109,8 @@ class Set:
             self.warmup = max(self.warmup, WARM_ITERS)
         if self.nbytes > (256 << 20) and args.big_iters is not None:
             self.iters = args.big_iters
-        self.buf = torch.full((sum(self.counts),), float(rank + 1))
+        n = sum(self.counts)
+        self.buf = (shared_zeros(n) if shared_zeros else torch.empty(n)).fill_(float(rank + 1))
         self.flat = self.buf.numpy()  # shares memory with buf
         self.views, self.np_views, off = [], [], 0
         for c, s in zip(self.counts, shapes):
@@ -238,6 +242,8 @@ def main():
                    help="also time the binding and the raw patterns in turn, iteration by "
                         "iteration, on sets of 1 MiB or more")
     p.add_argument("--csv", help="rank 0 writes the rows here")
+    p.add_argument("--shared-buffers", action="store_true",
+                   help="every set's buffer from hvd.shared_zeros (--module hvd.torch only)")
     args = p.parse_args()
 
     import importlib
@@ -248,7 +254,10 @@ def main():
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     hvd = importlib.import_module(args.module)
-    sets = [Set(torch, *set_spec(n, args.shapes_dir), rank, args)
+    if args.shared_buffers and not hasattr(hvd, "shared_zeros"):
+        raise SystemExit("launch_bench: --shared-buffers needs --module hvd.torch")
+    shared = hvd.shared_zeros if args.shared_buffers else None
+    sets = [Set(torch, *set_spec(n, args.shapes_dir), rank, args, shared)
             for n in args.sets.split(",") if n]
     patterns = {s.name: ({} if args.no_raw else raw_patterns(s, comm, MPI)) for s in sets}
     # series[(set, impl)] = per-round medians; checks[(set, impl)] = all right
