@@ -3,7 +3,7 @@
 DistributedOptimizer and through torch DDP (gloo), in the same launch.
 
     mpirun --allow-run-as-root --oversubscribe -np 2 -x PYTHONPATH=build/python \\
-        /usr/bin/python3 bench/python/train_bench.py [--batch 8] [--image-size 128]
+        /usr/bin/python3 bench/python/train_bench.py [--batch 16] [--image-size 224]
 
 (or `build/bin/hvdrun -np 2 ...`). Every rank builds torchvision's ResNet-50
 (random weights, random data, SGD with momentum) three times over, from the
@@ -44,8 +44,11 @@ def make(seed):
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--batch", type=int, default=8, help="images per rank (default %(default)s)")
-    p.add_argument("--image-size", type=int, default=128, help="pixels (default %(default)s)")
+    # Below 16 images, on one thread, torch 1.13 runs 1x1 convolutions as
+    # im2col + GEMM (slow_conv2d) instead of oneDNN: with Debian's reference
+    # BLAS a step takes about 8x as long per image.
+    p.add_argument("--batch", type=int, default=16, help="images per rank (default %(default)s)")
+    p.add_argument("--image-size", type=int, default=224, help="pixels (default %(default)s)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of local, hvd, ddp")
     p.add_argument("--steps", type=int, default=4, help="timed steps per mode per round")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps per mode per round")
