@@ -104,9 +104,10 @@ class HookReducer:
         return hook
 
     def _submit(self, bucket):
-        if bucket.flat is not None:
-            for st in bucket.members:
-                GradBuckets.adopt(st)
+        # A gradient its view cannot hold (replaced by the user with another
+        # dtype or shape) sends the bucket the concatenating way.
+        if bucket.flat is not None and all(GradBuckets.adopt(st) is st.view
+                                           for st in bucket.members):
             self._hand_over(bucket, bucket.flat)
             return
         grads = []
