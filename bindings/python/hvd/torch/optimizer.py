@@ -13,9 +13,9 @@ one C call to submit and one to wait. Groups (`groups=`/`num_groups=`) are
 submitted as one grouped allreduce once every gradient of the group is
 ready. Sparse gradients (nn.Embedding(sparse=True)) are allgathered as
 indices and values (sparse_allreduce_async), or densified first with
-`sparse_as_dense=True`. On CPU, from the second step on, the gradients are
-views of shared buffers (_grad_buckets.py) unless gradient_as_bucket_view
-is False.
+`sparse_as_dense=True`. On CPU where ranks share a host, from the second
+step on, the gradients are views of shared buffers (_grad_buckets.py)
+unless gradient_as_bucket_view is False.
 """
 import contextlib
 import warnings
