@@ -20,7 +20,6 @@ constexpr const char* kPrefix = "hvd-buf.";
 // A buffer of this process: its segment unlinks and unmaps it when freed.
 struct Buffer {
   uint64_t id;
-  pid_t creator;  // differs from getpid() in a forked child (a DataLoader worker)
   std::unique_ptr<ShmSegment> segment;
 };
 
@@ -81,7 +80,7 @@ Status SharedBuffers::Alloc(int64_t bytes, void** out) {
       segment->Create(Name(static_cast<int32_t>(::getpid()), id), static_cast<size_t>(bytes));
   if (!s.ok()) return Status::Internal("hvd_alloc_shared: " + s.message());
   void* p = segment->data();
-  r.by_start.emplace(reinterpret_cast<uint64_t>(p), Buffer{id, ::getpid(), std::move(segment)});
+  r.by_start.emplace(reinterpret_cast<uint64_t>(p), Buffer{id, std::move(segment)});
   r.count.store(r.by_start.size(), std::memory_order_release);
   *out = p;
   return Status::OK();
@@ -98,9 +97,7 @@ Status SharedBuffers::Free(void* p) {
     return Status::Invalid(std::string("hvd_free_shared: ") + where +
                            " is not a buffer from hvd_alloc_shared (or was freed already)");
   }
-  // A forked child only unmaps its copy: the name is its parent's.
-  if (it->second.creator != ::getpid()) it->second.segment->Disown();
-  r.by_start.erase(it);  // unlinks and unmaps
+  r.by_start.erase(it);  // unlinks (not in a forked child) and unmaps
   r.count.store(r.by_start.size(), std::memory_order_release);
   r.frees.fetch_add(1, std::memory_order_release);
   return Status::OK();

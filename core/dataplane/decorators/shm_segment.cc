@@ -28,6 +28,7 @@ Status ShmSegment::Create(const std::string& name, size_t bytes) {
   rendezvous::UniqueFd fd(::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
   if (fd.get() < 0) return Errno("shm_open(" + name + ", O_CREAT)", errno);
   name_ = name;
+  creator_ = ::getpid();
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return Errno("ftruncate", errno);
   // Reserve the pages now: a /dev/shm too small for them fails here.
   if (const int e = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); e != 0) {
@@ -57,7 +58,7 @@ Status ShmSegment::Map(int fd, size_t bytes) {
 
 void ShmSegment::Unlink() {
   if (name_.empty()) return;
-  ::shm_unlink(name_.c_str());
+  if (::getpid() == creator_) ::shm_unlink(name_.c_str());
   name_.clear();
 }
 

@@ -6,6 +6,8 @@
 // with SIGBUS at the first touch.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,11 +27,9 @@ class ShmSegment {
   Status Create(const std::string& name, size_t bytes);
   // Maps the first `bytes` of an existing segment (0: all of it).
   Status Open(const std::string& name, size_t bytes);
-  // Removes the name (the mapping stays); only the creator does.
+  // Removes the name (the mapping stays); only the creating process does:
+  // a forked child's copy (a DataLoader worker) leaves it.
   void Unlink();
-  // Keeps the name when this object goes: a forked child's copy of the
-  // creator's segment must not remove the creator's name.
-  void Disown() { name_.clear(); }
 
   uint8_t* data() const { return static_cast<uint8_t*>(addr_); }
   size_t size() const { return bytes_; }
@@ -40,6 +40,7 @@ class ShmSegment {
   void* addr_ = nullptr;
   size_t bytes_ = 0;
   std::string name_;  // set while this process created and has not unlinked it
+  pid_t creator_ = 0;
 };
 
 }  // namespace hvd
