@@ -65,21 +65,20 @@ def lay_out(members):
 
 class GradBuckets:
     def __init__(self):
-        self._order = []    # _Param states in the order their hooks first fired
-        self._seen = set()  # their ids
+        self._order = {}  # id -> _Param state, in the order their hooks first fired
         self.built = False
 
     def note(self, st):
         """A hook fired (first step only: after build() nothing is recorded)."""
-        if not self.built and id(st) not in self._seen:
-            self._seen.add(id(st))
-            self._order.append(st)
+        if not self.built:
+            self._order.setdefault(id(st), st)
 
     def build(self, states):
         """Lay the gradients out in shared buffers, one per dtype."""
         self.built = True
-        order = self._order + [st for st in states if id(st) not in self._seen]
-        self._order, self._seen = [], set()
+        for st in states:  # parameters whose hooks never fired go last
+            self._order.setdefault(id(st), st)
+        order, self._order = list(self._order.values()), {}
         by_dtype = {}
         for st in order:
             if eligible(st.param):
