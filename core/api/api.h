@@ -195,6 +195,7 @@ struct Stats {
   uint64_t host_allreduces = 0;
   uint64_t shm_chosen_calls = 0;
   uint64_t shm_streamed_calls = 0;
+  uint64_t shm_mapped_calls = 0;
 };
 Stats GetStats();  // at any time
 Status StartTimeline(const std::string& path, bool mark_cycles);

@@ -13,6 +13,7 @@ Stats GetStats() {
   s.host_allreduces = Traffic().allreduces.load(std::memory_order_relaxed);
   s.shm_chosen_calls = Traffic().shm_chosen.load(std::memory_order_relaxed);
   s.shm_streamed_calls = Traffic().shm_streamed.load(std::memory_order_relaxed);
+  s.shm_mapped_calls = Traffic().shm_mapped.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -20,6 +20,8 @@ struct HostTraffic {
   // the segment (StoreChooser), and those it wrote with streaming stores.
   std::atomic<uint64_t> shm_chosen{0};
   std::atomic<uint64_t> shm_streamed{0};
+  // Allreduces between buffers from hvd_alloc_shared, skipping the slots.
+  std::atomic<uint64_t> shm_mapped{0};
 };
 
 HostTraffic& Traffic();
@@ -38,6 +40,11 @@ inline void CountAllreduced(int64_t bytes) {
 inline void CountStoreChoice(bool stream) {
   Traffic().shm_chosen.fetch_add(1, std::memory_order_relaxed);
   if (stream) Traffic().shm_streamed.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Once per allreduce that went between shared buffers (shm_mapped.cc).
+inline void CountMappedCall() {
+  Traffic().shm_mapped.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace hvd

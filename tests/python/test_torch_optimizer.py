@@ -157,8 +157,9 @@ def test_gradient_as_bucket_view_false_keeps_them_private(reference):
 
 def test_gradients_in_shared_buffers_move_two_bytes_per_byte(world):
     """One host, shared memory on: the step's fused allreduce reads and
-    writes each gradient byte once (2 B/B) instead of through the slots
-    (4 B/B in the first step, on autograd's own gradients)."""
+    writes each gradient byte once (2 B/B), every collective between the
+    ranks' shared buffers, instead of through the slots (4 B/B in the first
+    step, on autograd's own gradients)."""
     if hvd.local_size() != hvd.size() or os.environ.get("HVD_SHARED_MEMORY") == "0":
         pytest.skip("ranks on more than one host, or no shared memory")
     torch.manual_seed(0)
@@ -169,18 +170,21 @@ def test_gradients_in_shared_buffers_move_two_bytes_per_byte(world):
 
     def step_stats():
         before, after = hvd_c.hvd_stats(), hvd_c.hvd_stats()
-        before.struct_size = after.struct_size = 48  # sizeof(hvd_stats)
+        before.struct_size = after.struct_size = 56  # sizeof(hvd_stats)
         assert hvd_c.hvd_get_stats(before) == 0
         opt.zero_grad()
         model(torch.full((4, 256), float(hvd.rank() + 1))).sum().backward()
         opt.step()
         assert hvd_c.hvd_get_stats(after) == 0
+        collectives = after.host_allreduces - before.host_allreduces
+        assert collectives > 0
+        mapped = (after.shm_mapped_calls - before.shm_mapped_calls) / collectives
         return (after.host_bytes_moved - before.host_bytes_moved) / (
-            after.allreduced_bytes - before.allreduced_bytes)
+            after.allreduced_bytes - before.allreduced_bytes), mapped
 
-    assert step_stats() == pytest.approx(4.0, abs=1e-3)
+    assert step_stats() == (pytest.approx(4.0, abs=1e-3), 0.0)
     for _ in range(2):
-        assert step_stats() == pytest.approx(2.0, abs=1e-3)
+        assert step_stats() == (pytest.approx(2.0, abs=1e-3), 1.0)
 
 
 def test_hooks_start_allreduce_during_backward(world):

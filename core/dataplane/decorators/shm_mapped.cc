@@ -150,6 +150,7 @@ Status ShmComm::RunMapped(const std::vector<DirectRegion>& regions, int64_t coun
   }
   CountMoved(2 * n * s.n * es);
   ++mapped_calls_;
+  CountMappedCall();
   return Status::OK();
 }
 

@@ -127,13 +127,14 @@ struct hvd_p2p_op  # sizeof 32
     tag::Cint  # offset 28
 end
 
-struct hvd_stats  # sizeof 48
+struct hvd_stats  # sizeof 56
     struct_size::Csize_t  # offset 0
     allreduced_bytes::UInt64  # offset 8
     host_bytes_moved::UInt64  # offset 16
     host_allreduces::UInt64  # offset 24
     shm_chosen_calls::UInt64  # offset 32
     shm_streamed_calls::UInt64  # offset 40
+    shm_mapped_calls::UInt64  # offset 48
 end
 
 # ------------------------------------------------------------ functions
