@@ -57,10 +57,13 @@ static PyObject* s_is_contiguous;
 static PyObject* s_is_cpu;
 static PyObject* s_dtype;
 static PyObject* s_shape;
+static PyObject* s_process_set_id;
+static PyObject* s_wait;
+static PyObject* s_poll;
 
 /* torch.Tensor's own attributes, looked up once by register_torch: a getattr
- * by name walks the type's cache and the tensor's dict each time, about a
- * fifth of a small tensor's submission. read_torch uses them only on exactly
+ * by name walks the type's cache and the tensor's dict each time (0.08 of a
+ * small tensor's 0.75 us submission). read_torch uses them only on exactly
  * Tensor or Parameter, where a lookup finds these same descriptors. */
 enum { A_DTYPE, A_IS_CPU, A_SHAPE, A_IS_CONTIGUOUS, A_DATA_PTR, A_COUNT };
 static PyObject* g_attr[A_COUNT];
@@ -78,9 +81,6 @@ static PyObject* torch_attr(PyObject* t, int a) {
   return d ? Py_TYPE(d)->tp_descr_get(d, t, (PyObject*)Py_TYPE(t))
            : PyObject_GetAttr(t, *g_attr_name[a]);
 }
-static PyObject* s_process_set_id;
-static PyObject* s_wait;
-static PyObject* s_poll;
 
 /* ------------------------------------------------------------------ errors */
 

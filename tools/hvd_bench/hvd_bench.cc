@@ -59,24 +59,24 @@ std::string Traffic(int iterations, const Fn& fn) {
   Check(hvd_get_stats(&b), "hvd_get_stats");
   const double reduced = static_cast<double>(b.allreduced_bytes - a.allreduced_bytes);
   if (reduced <= 0) return "";
-  char text[192];
-  const int n =
-      std::snprintf(text, sizeof text, "hvd moves %.1f B per B in %.2f collectives per iteration",
-                    static_cast<double>(b.host_bytes_moved - a.host_bytes_moved) / reduced,
-                    static_cast<double>(b.host_allreduces - a.host_allreduces) / iterations);
-  int used = n > 0 && n < static_cast<int>(sizeof text) ? n : static_cast<int>(sizeof text);
-  auto append = [&](const char* what, uint64_t part, uint64_t whole) {
-    if (whole == 0 || used >= static_cast<int>(sizeof text)) return;
-    const int m =
-        std::snprintf(text + used, sizeof text - used, ", %.0f%% %s",
-                      100.0 * static_cast<double>(part) / static_cast<double>(whole), what);
-    if (m > 0) used += m;
+  char head[96];
+  std::snprintf(head, sizeof head, "hvd moves %.1f B per B in %.2f collectives per iteration",
+                static_cast<double>(b.host_bytes_moved - a.host_bytes_moved) / reduced,
+                static_cast<double>(b.host_allreduces - a.host_allreduces) / iterations);
+  std::string text = head;
+  auto percent = [&text](const char* what, uint64_t part, uint64_t whole) {
+    if (whole == 0) return;
+    char p[24];
+    std::snprintf(p, sizeof p, ", %.0f%% ",
+                  100.0 * static_cast<double>(part) / static_cast<double>(whole));
+    text += p;
+    text += what;
   };
-  append("streamed", b.shm_streamed_calls - a.shm_streamed_calls,
-         b.shm_chosen_calls - a.shm_chosen_calls);
+  percent("streamed", b.shm_streamed_calls - a.shm_streamed_calls,
+          b.shm_chosen_calls - a.shm_chosen_calls);
   if (b.shm_mapped_calls > a.shm_mapped_calls) {
-    append("between shared buffers", b.shm_mapped_calls - a.shm_mapped_calls,
-           b.host_allreduces - a.host_allreduces);
+    percent("between shared buffers", b.shm_mapped_calls - a.shm_mapped_calls,
+            b.host_allreduces - a.host_allreduces);
   }
   return text;
 }
