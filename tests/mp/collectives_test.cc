@@ -887,6 +887,42 @@ TEST(Allreduce, TensorsInSharedBuffers) {
       << hvd_last_error();
 }
 
+// A large result out of place between shared buffers (past every machine's
+// streaming-store threshold, StreamingStoreBytes: at most 64 MiB), into an
+// output 4 bytes off 16-byte alignment, where streaming stores cannot start:
+// every element exact, the floats on either side untouched.
+TEST(Allreduce, LargeOutOfPlaceBetweenSharedBuffers) {
+  const int64_t n = (int64_t{64} << 20) / 4 + 5;
+  float *in = nullptr, *out = nullptr;
+  ASSERT_EQ(hvd_alloc_shared(n * 4, reinterpret_cast<void**>(&in)), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(hvd_alloc_shared((n + 2) * 4, reinterpret_cast<void**>(&out)), HVD_OK)
+      << hvd_last_error();
+  for (int64_t i = 0; i < n; ++i) in[i] = static_cast<float>(i % 1000 + R());
+  std::fill(out, out + n + 2, -1.0f);
+  int64_t shape = n;
+  DLTensor x{}, y{};
+  x.data = in;
+  y.data = out + 1;
+  for (DLTensor* t : {&x, &y}) {
+    t->device = {kDLCPU, 0};
+    t->ndim = 1;
+    t->dtype = {kDLFloat, 32, 1};
+    t->shape = &shape;
+  }
+  hvd_handle h;
+  ASSERT_EQ(hvd_allreduce_async("shared.large", &x, &y, HVD_OP_SUM, nullptr, &h), HVD_OK);
+  ASSERT_EQ(Wait(h), HVD_OK) << hvd_last_error();
+  const float ranks = static_cast<float>(N() * (N() - 1) / 2);
+  EXPECT_EQ(out[0], -1.0f);
+  EXPECT_EQ(out[n + 1], -1.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(out[i + 1], static_cast<float>(N() * (i % 1000)) + ranks) << i;
+    ASSERT_EQ(in[i], static_cast<float>(i % 1000 + R())) << i;
+  }
+  ASSERT_EQ(hvd_free_shared(out), HVD_OK);
+  ASSERT_EQ(hvd_free_shared(in), HVD_OK);
+}
+
 // ------------------------------------------------------------------- bool
 
 // Rank r's flag at element i: true for about a third of (rank, element).

@@ -12,13 +12,18 @@
 // into every member's output; a second barrier ends the call. Each member
 // reads every member's input of its share once and writes every member's
 // output of it once: 2 bytes through memory per allreduced byte, where the
-// slots take 4. A member that cannot map a peer's buffer still meets the
+// slots take 4. Results going out of place in a call of StreamingStoreBytes()
+// or more are written with streaming stores, as through the slots
+// (shm_shared.cc): a plain store would first read each line of the output
+// from memory. A member that cannot map a peer's buffer still meets the
 // second barrier, and then every member fails the call.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "core/common/config.h"
 #include "core/common/reduce.h"
+#include "core/common/stream_copy.h"
 #include "core/common/traffic.h"
 #include "core/dataplane/decorators/shm_comm.h"
 #include "core/dataplane/decorators/shm_regions.h"
@@ -115,6 +120,8 @@ Status ShmComm::RunMapped(const std::vector<DirectRegion>& regions, int64_t coun
     const int64_t block = std::max<int64_t>(1, kBlockBytes / es);
     if (block_.size() < static_cast<size_t>(kBlockBytes)) block_.resize(kBlockBytes);
     uint8_t* acc = block_.data();
+    static const int64_t stream_bytes = StreamingStoreBytes();
+    const bool stream = count * es >= stream_bytes;
     for (int64_t b = 0; b < s.n; b += block) {
       const int64_t m = std::min(block, s.n - b), at0 = s.lo + b;
       Walk(regions, starts[me], at0, m,
@@ -132,7 +139,10 @@ Status ShmComm::RunMapped(const std::vector<DirectRegion>& regions, int64_t coun
       for (int r = 0; r < n; ++r) {
         Walk(table(r), starts[r], at0, m,
              [&](const DirectRegion& g, int64_t at, int64_t to, int64_t k) {
-               std::memcpy(At(g.out, at, es), acc + to * es, static_cast<size_t>(k * es));
+               const auto bytes = static_cast<size_t>(k * es);
+               if (stream && g.out != g.in)
+                 return StreamCopy(At(g.out, at, es), acc + to * es, bytes);
+               std::memcpy(At(g.out, at, es), acc + to * es, bytes);
              });
       }
     }
