@@ -14,14 +14,15 @@
 #              np=2 fused and unfused, then hvd_gpu_bench at np=2 (staging
 #              over MPI)
 #   mpi-bench  hvd_bench under mpirun (MPI backend, raw MPI_Allreduce patterns
-#              in the same launch) at np=2,4,8,16: W1,W2,W5 in one launch and
-#              W4 in another, 3 launches each, np alternating; CSVs and logs
-#              in OUTDIR (about 5 minutes on 16 cores)
+#              in the same launch) at np=2,4,8,16, np alternating: W1,W2,W5
+#              in one launch (W125), W4 in another, and W1,W2,W5 again with
+#              every buffer from hvd_alloc_shared (W125shm), 3 launches each;
+#              CSVs and logs in OUTDIR (about 5 minutes on 16 cores)
 #   mpi        mpi-smoke, mpi-tests, mpi-bench
 #   gpu_bundle_run.sh [MODE] [OUTDIR]   (default all; OUTDIR default ./gpu_results)
 # Knobs for mpi-bench: MPI_NPS ("2 4 8 16"), MPI_REPS (3), MPI_ROUNDS (1),
-# MPI_ITERS (5), MPI_WARMUP (2) for W1,W2,W5 (W4: 50 + 5), MPI_BUDGET_S (300:
-# no launch starts after that); MPI_SINGLE_COPY (cma or none; default: cma
+# MPI_ITERS (5), MPI_WARMUP (2) for W1,W2,W5 (W4: 50 + 5), MPI_SETS ("W125 W4
+# W125shm"), MPI_BUDGET_S (300: no launch starts after that); MPI_SINGLE_COPY (cma or none; default: cma
 # when a probe run at np=2 works, else none).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -138,20 +139,22 @@ if [[ $WHAT == mpi-bench || $WHAT == mpi ]]; then
   ROUNDS=${MPI_ROUNDS:-1} ITERS=${MPI_ITERS:-5} WARMUP=${MPI_WARMUP:-2}
   end=$((SECONDS + ${MPI_BUDGET_S:-300}))
   all=$OUTDIR/cpu_mpi_all.csv
-  echo "np,rep,workload,impl,median_ms,min_ms,max_ms,busbw_gbs,ratio_to_best_raw" >"$all"
+  echo "np,rep,set,workload,impl,median_ms,min_ms,max_ms,busbw_gbs,ratio_to_best_raw" >"$all"
   for rep in $(seq 1 "${MPI_REPS:-3}"); do
     for np in ${MPI_NPS:-2 4 8 16}; do
-      for set in W125 W4; do
+      for set in ${MPI_SETS:-W125 W4 W125shm}; do
         if ((SECONDS >= end)); then echo "=== bench.cpu.mpi.np$np.$set.rep$rep: SKIPPED (budget)"; continue; fi
-        if [[ $set == W125 ]]; then
-          w=(--workloads W1,W2,W5 --iters "$ITERS" --warmup "$WARMUP"); limit=120
-        else
-          w=(--workloads W4 --iters 50 --warmup 5); limit=60
-        fi
+        case $set in
+          W125) w=(--workloads W1,W2,W5 --iters "$ITERS" --warmup "$WARMUP"); limit=120 ;;
+          W125shm) w=(--workloads W1,W2,W5 --iters "$ITERS" --warmup "$WARMUP" --shared-buffers)
+            limit=120 ;;
+          W4) w=(--workloads W4 --iters 50 --warmup 5); limit=60 ;;
+          *) echo "gpu_bundle_run.sh: unknown set '$set' in MPI_SETS (W125, W4, W125shm)" >&2; exit 2 ;;
+        esac
         csv=$OUTDIR/cpu_mpi_np${np}_${set}_rep$rep.csv
         run bench.cpu.mpi.np$np.$set.rep$rep timeout $limit "${MPIRUN[@]}" -np "$np" \
           "$B/hvd_bench" "${w[@]}" --rounds "$ROUNDS" $S --csv "$csv"
-        [[ -f $csv ]] && tail -n +2 "$csv" | sed "s/^/$np,$rep,/" >>"$all"
+        [[ -f $csv ]] && tail -n +2 "$csv" | sed "s/^/$np,$rep,$set,/" >>"$all"
       done
     done
   done
