@@ -22,8 +22,10 @@
 #   gpu_bundle_run.sh [MODE] [OUTDIR]   (default all; OUTDIR default ./gpu_results)
 # Knobs for mpi-bench: MPI_NPS ("2 4 8 16"), MPI_REPS (3), MPI_ROUNDS (1),
 # MPI_ITERS (5), MPI_WARMUP (2) for W1,W2,W5 (W4: 50 + 5), MPI_SETS ("W125 W4
-# W125shm"), MPI_BUDGET_S (300: no launch starts after that); MPI_SINGLE_COPY (cma or none; default: cma
-# when a probe run at np=2 works, else none).
+# W125shm"), MPI_BUDGET_S (300: no launch starts after that); MPI_SINGLE_COPY
+# (cma or none; default: cma when a probe run at np=2 works, else none).
+# bench/launches/summarize_bundle.py OUTDIR/cpu_mpi_all.csv: min / median /
+# max over the launches.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WHAT=${1:-all}
