@@ -45,7 +45,8 @@ int64_t HostLocalChunkBytes();
 // touches about three rounds' worth (the last round's results copied out,
 // this round's share reduced, the next round copied in); kept within L2,
 // the others read its slot from its cache rather than from memory (1 MiB
-// rounds ran 1-10% slower on 2 MiB of L2: docs/benchmarks.md).
+// rounds ran 1-10% slower on 2 MiB of L2: docs/benchmarks.md). A call that
+// fits one slot goes in one round (shm_shared.cc).
 int64_t SharedRoundBytes();
 
 // From this many bytes on, an allreduce through host-local shared memory

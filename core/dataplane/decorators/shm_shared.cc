@@ -3,7 +3,9 @@
 // reduces its own share straight from its input into its output.
 //
 // Round k works on the next `piece` elements (SharedRoundBytes: cache-sized,
-// within a slot), cut into one share per member. Member r:
+// within a slot; a call that fits one slot goes in one round, since each
+// round costs a barrier: 25% faster on one 0.5-1 MiB tensor at np = 2),
+// cut into one share per member. Member r:
 //   A(k): copies its input of the others' shares into its slot, each at the
 //         share's place;
 //   C(k): reduces its own share, from its input where it lies and the
@@ -155,7 +157,8 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     HVD_RETURN_IF_ERROR(Barrier());
     return CheckCounts(parity, count);
   }
-  c.piece = std::max<int64_t>(1, round_bytes_ / es);
+  const int64_t round = count * es <= slot_bytes_ ? slot_bytes_ : round_bytes_;
+  c.piece = std::max<int64_t>(1, round / es);
   c.first = round_;
   static const int64_t stream_bytes = StreamingStoreBytes();
   c.stream = count * es >= stream_bytes;
