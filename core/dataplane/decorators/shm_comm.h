@@ -162,7 +162,7 @@ class ShmComm : public ForwardingComm {
   struct MappedEntry;  // shm_mapped.cc
   int64_t PublishMapped(const std::vector<DirectRegion>& regions, int64_t es, int64_t parity);
   Status RunMapped(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
-                   ReduceOp op, double post, int64_t parity);
+                   ReduceOp op, double post, bool stream, int64_t parity);
   Status MapTables(int64_t es, int64_t parity);
   Status ProbePeerReads();
   Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,

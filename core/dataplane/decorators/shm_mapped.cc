@@ -21,9 +21,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/common/config.h"
 #include "core/common/reduce.h"
-#include "core/common/stream_copy.h"
 #include "core/common/traffic.h"
 #include "core/dataplane/decorators/shm_comm.h"
 #include "core/dataplane/decorators/shm_regions.h"
@@ -105,7 +103,7 @@ Status ShmComm::MapTables(int64_t es, int64_t parity) {
 }
 
 Status ShmComm::RunMapped(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
-                          ReduceOp op, double post, int64_t parity) {
+                          ReduceOp op, double post, bool stream, int64_t parity) {
   const auto es = static_cast<int64_t>(DataTypeSize(dt));
   const int n = size(), me = rank();
   const Share s = ShareOf(count, n, me);
@@ -120,8 +118,6 @@ Status ShmComm::RunMapped(const std::vector<DirectRegion>& regions, int64_t coun
     const int64_t block = std::max<int64_t>(1, kBlockBytes / es);
     if (block_.size() < static_cast<size_t>(kBlockBytes)) block_.resize(kBlockBytes);
     uint8_t* acc = block_.data();
-    static const int64_t stream_bytes = StreamingStoreBytes();
-    const bool stream = count * es >= stream_bytes;
     for (int64_t b = 0; b < s.n; b += block) {
       const int64_t m = std::min(block, s.n - b), at0 = s.lo + b;
       Walk(regions, starts[me], at0, m,
@@ -139,10 +135,7 @@ Status ShmComm::RunMapped(const std::vector<DirectRegion>& regions, int64_t coun
       for (int r = 0; r < n; ++r) {
         Walk(table(r), starts[r], at0, m,
              [&](const DirectRegion& g, int64_t at, int64_t to, int64_t k) {
-               const auto bytes = static_cast<size_t>(k * es);
-               if (stream && g.out != g.in)
-                 return StreamCopy(At(g.out, at, es), acc + to * es, bytes);
-               std::memcpy(At(g.out, at, es), acc + to * es, bytes);
+               shm_regions::Out(stream, g, at, acc + to * es, k, es);
              });
       }
     }

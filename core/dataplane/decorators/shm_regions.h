@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/backends/comm.h"
+#include "core/common/stream_copy.h"
 
 namespace hvd {
 namespace shm_regions {
@@ -34,6 +36,16 @@ void Walk(const std::vector<DirectRegion>& t, const std::vector<int64_t>& starts
 
 inline uint8_t* At(uint64_t addr, int64_t elem, int64_t es) {
   return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(addr)) + elem * es;
+}
+
+// n results from `from` into region g's output at element `at`: streamed
+// where `stream` (a large call) and the output is not the input, whose lines
+// a plain store would first read from memory.
+inline void Out(bool stream, const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n,
+                int64_t es) {
+  const auto bytes = static_cast<size_t>(n * es);
+  if (stream && g.out != g.in) return StreamCopy(At(g.out, at, es), from, bytes);
+  std::memcpy(At(g.out, at, es), from, bytes);
 }
 
 }  // namespace shm_regions

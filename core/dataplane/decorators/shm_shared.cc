@@ -28,7 +28,6 @@
 
 #include "core/common/config.h"
 #include "core/common/reduce.h"
-#include "core/common/stream_copy.h"
 #include "core/common/traffic.h"
 #include "core/dataplane/decorators/shm_comm.h"
 #include "core/dataplane/decorators/shm_regions.h"
@@ -57,11 +56,8 @@ struct ShmComm::SharedCall {
   int64_t base(int64_t k) const { return (k - first) * piece; }
   int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
   bool slot_stream = false;  // what the others read is written with streaming stores
-  // n results from `from` into region g's output at element `at`.
   void Out(const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n) const {
-    const auto bytes = static_cast<size_t>(n * es);
-    if (stream && g.out != g.in) return StreamCopy(At(g.out, at, es), from, bytes);
-    std::memcpy(At(g.out, at, es), from, bytes);
+    shm_regions::Out(stream, g, at, from, n, es);
   }
 };
 
@@ -175,7 +171,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   for (int r = 0; r < size(); ++r) {
     members_mapped += __atomic_load_n(&member(r).mapped[parity], __ATOMIC_RELAXED) >= 0;
   }
-  if (members_mapped == size()) return RunMapped(regions, count, dt, op, post, parity);
+  if (members_mapped == size()) return RunMapped(regions, count, dt, op, post, c.stream, parity);
   if (members_mapped > 0) {  // some are, some not: through the slots, A(first) one barrier late
     if (mapped) SharedCopyIn(c, c.first);
     HVD_RETURN_IF_ERROR(Barrier());
