@@ -1,7 +1,8 @@
 /* W4 through the C API, iteration by iteration (docs/benchmarks.md, "CPU
- * steal"): 1000 tensors of ELEMS floats (default 256: 1 KiB), submitted
- * async in place, then waited for. Prints per rank the median time to
- * submit them, to the first completion and to the last, over N iterations.
+ * steal"): NT tensors (default 1000, at most 4000) of ELEMS floats (default
+ * 256: 1 KiB), submitted async in place, then waited for. Prints per rank
+ * the median time to submit them, to the first completion and to the last,
+ * over N iterations. NT above HVD_CACHE_CAPACITY: docs/tuning.md.
  *
  *   gcc -O2 -o /tmp/w4_wait_probe bench/notebook/w4_wait_probe.c -Icapi/include \
  *       -Lbuild/capi -lhvd -Wl,-rpath,$PWD/build/capi
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-enum { kTensors = 1000 };
+enum { kMaxTensors = 4000 };
 
 static double now_ms(void) {
   struct timespec t;
@@ -33,14 +34,15 @@ static double median(double* v, int n) {
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? atoi(argv[1]) : 200;
   int64_t elems = getenv("ELEMS") ? atoll(getenv("ELEMS")) : 256;
-  if (iters < 1 || elems < 1 || hvd_init() != HVD_OK) {
+  const int kTensors = getenv("NT") ? atoi(getenv("NT")) : 1000;
+  if (iters < 1 || elems < 1 || kTensors < 1 || kTensors > kMaxTensors || hvd_init() != HVD_OK) {
     fprintf(stderr, "usage: w4_wait_probe [iterations] (under mpirun): %s\n", hvd_last_error());
     return 1;
   }
   float* buf = calloc(kTensors * elems, sizeof(float));
-  static char names[kTensors][16];
-  static DLTensor t[kTensors];
-  static hvd_handle h[kTensors];
+  static char names[kMaxTensors][16];
+  static DLTensor t[kMaxTensors];
+  static hvd_handle h[kMaxTensors];
   for (int i = 0; i < kTensors; i++) {
     DLTensor x = {0};
     x.device.device_type = kDLCPU;

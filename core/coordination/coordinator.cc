@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/common/logging.h"
 #include "core/coordination/fusion.h"
 #include "core/coordination/response_rules.h"
 #include "core/observability/autotune/autotuner.h"
@@ -52,7 +53,7 @@ Status Coordinator::OnReport(int rank, Report report) {
   for (auto& q : report.requests) {
     q.rank = rank;  // trust the sender, not the content
     HVD_RETURN_IF_ERROR(CheckPeerRequest(q, size_));
-    RecordRequest(q);
+    RecordRequest(std::move(q));
   }
   return Status::OK();
 }
@@ -96,7 +97,7 @@ void Coordinator::RecordInvalid(int32_t slot, int64_t epoch) {
   erased_.push_back(slot);
 }
 
-void Coordinator::RecordRequest(const Request& q) {
+void Coordinator::RecordRequest(Request&& q) {
   if (q.type == OpType::kJoin) {
     joined_.insert(q.rank);
     last_joined_ = q.rank;
@@ -114,10 +115,11 @@ void Coordinator::RecordRequest(const Request& q) {
   Pending& p = it->second;
   if (p.seen[q.rank]) return;  // duplicate from a confused peer: ignore
   p.seen[q.rank] = true;
-  p.requests.push_back(q);
+  p.requests.push_back(std::move(q));
+  const Request& mine = p.requests.back();
   if (timeline_ && timeline_->active()) {
-    if (p.requests.size() == 1) timeline_->NegotiateStart(q.name, q.type);
-    timeline_->NegotiateRankReady(q.name, q.rank);
+    if (p.requests.size() == 1) timeline_->NegotiateStart(mine.name, mine.type);
+    timeline_->NegotiateRankReady(mine.name, mine.rank);
   }
 }
 
@@ -144,11 +146,29 @@ void Coordinator::AddFull(int64_t seq, Response r, const Request& ref, std::vect
     int evicted = -1;
     a.slot = cache_.Put(r, ref, &evicted);
     if (evicted >= 0) Erase(evicted, seq, out);
-    slot_changed_[a.slot] = seq;
-    ClearWait(a.slot);
+    if (a.slot >= 0) {
+      slot_changed_[a.slot] = seq;
+      ClearWait(a.slot);
+    }
+    WarnIfCacheTooSmall();
   }
   a.response = std::move(r);
   out->push_back(std::move(a));
+}
+
+void Coordinator::WarnIfCacheTooSmall() {
+  // More refusals for hit slots than there are slots: the hand has found
+  // slots hit again after it cleared them, so the tensors in use every step
+  // outnumber the slots (one change of working set refuses at most once per
+  // slot).
+  if (warned_cache_ || cache_.refused_hot() <= cache_.capacity()) return;
+  warned_cache_ = true;
+  HVD_LOG(kWarning) << "process set " << set_id_ << ": the response cache's " << cache_.capacity()
+                    << " slots (HVD_CACHE_CAPACITY) hold fewer tensors than the job "
+                       "submits every step; the others are negotiated in full each time, "
+                       "several times slower per tensor. Set HVD_CACHE_CAPACITY (hvdrun "
+                       "--cache-capacity) to at least the number of distinct tensor names a "
+                       "step submits.";
 }
 
 void Coordinator::DecideFull(int64_t seq, std::vector<Action>* out, int64_t* bytes) {

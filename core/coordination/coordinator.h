@@ -66,11 +66,14 @@ class Coordinator {
   // Forgets who waits on `slot` (it ran, failed or changed).
   void ClearWait(int32_t slot);
   void RecordInvalid(int32_t slot, int64_t epoch);
-  void RecordRequest(const Request& q);
+  void RecordRequest(Request&& q);
   void DecideFull(int64_t seq, std::vector<Action>* out, int64_t* bytes);
   void DecideCached(std::vector<Action>* out, int64_t* bytes);
   void AddFull(int64_t seq, Response r, const Request& ref, std::vector<Action>* out);
   void Erase(int32_t slot, int64_t seq, std::vector<Action>* out);
+  // Once per set, when the cache keeps refusing tensors for slots hit every
+  // step: the overflow is negotiated in full each time.
+  void WarnIfCacheTooSmall();
   void CheckStalls(std::vector<Action>* out);
   Response Decided(const std::string& name);
 
@@ -98,6 +101,7 @@ class Coordinator {
   // the ranks' own threads.
   bool hits_changed_ = false;
   std::vector<int32_t> erased_;  // by invalidation, not yet announced
+  bool warned_cache_ = false;
 
   std::unordered_map<std::string, Pending> table_;
   std::vector<std::string> arrival_order_;

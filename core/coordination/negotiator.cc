@@ -94,8 +94,12 @@ Status Negotiator::Apply(const Decision& d, Applied* out) {
       case Action::kRun: {
         const std::string& name = a.response.names.empty() ? std::string() : a.response.names[0];
         auto it = outstanding_.find(name);
+        ResponsePtr run;  // the cached copy when there is one: not copied twice
         if (it != outstanding_.end()) {
-          if (a.slot >= 0) cache_.PutAt(a.slot, a.response, *it->second);
+          if (a.slot >= 0) {
+            cache_.PutAt(a.slot, a.response, *it->second);
+            if (cache_.used(a.slot)) run = cache_.response(a.slot);
+          }
           outstanding_.erase(it);
         } else {
           // An error for a tensor this rank holds as a cache hit (stalled,
@@ -106,7 +110,7 @@ Status Negotiator::Apply(const Decision& d, Applied* out) {
             --pending_hits_;
           }
         }
-        out->runs.push_back(std::make_shared<const Response>(a.response));
+        out->runs.push_back(run ? std::move(run) : std::make_shared<const Response>(a.response));
         break;
       }
       case Action::kErase: {

@@ -1,6 +1,5 @@
 #include "core/coordination/response_cache.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -30,7 +29,7 @@ ResponseCache::ResponseCache(int capacity)
       slots_(capacity),
       keys_(static_cast<size_t>(capacity)),
       names_(static_cast<size_t>(capacity)),
-      used_at_(static_cast<size_t>(capacity), 0) {
+      marks_(static_cast<size_t>(capacity), 0) {
   for (int i = 0; i < capacity; ++i) free_.insert(i);
 }
 
@@ -54,10 +53,16 @@ int ResponseCache::Put(const Response& response, const Request& request, int* ev
   const int old = by_name_.Find(request.name);
   if (old >= 0) Erase(old);
   if (free_.empty()) {
-    // Every slot is in use: evict the least recently used.
-    *evicted =
-        static_cast<int>(std::min_element(used_at_.begin(), used_at_.end()) - used_at_.begin());
-    Erase(*evicted);
+    const int pos = hand_;
+    hand_ = (hand_ + 1) % capacity_;
+    uint8_t& mark = marks_[static_cast<size_t>(pos)];
+    if (mark != 0) {
+      refused_hot_ += (mark & kHit) ? 1 : 0;
+      mark = 0;
+      return -1;
+    }
+    *evicted = pos;
+    Erase(pos);
   }
   const int pos = *free_.begin();
   PutAt(pos, response, request);
@@ -77,12 +82,12 @@ void ResponseCache::PutAt(int pos, const Response& response, const Request& requ
   keys_[pos] = Pack(request);
   ++generation_;
   names_[pos] = request.name;
-  used_at_[pos] = ++clock_;
+  marks_[static_cast<size_t>(pos)] = kFilled;
   by_name_.Insert(pos);  // after names_[pos]: the index reads the name there
 }
 
 void ResponseCache::Touch(int position) {
-  used_at_[position] = ++clock_;
+  marks_[static_cast<size_t>(position)] |= kHit;
 }
 
 void ResponseCache::Erase(int position) {

@@ -1,8 +1,20 @@
 // Remembers the responses of tensors negotiated before, so that a training
 // loop's repeated tensors are agreed on by cache slot instead of a full
-// request. The coordinator owns the slot assignment (least recently used
-// eviction); every member mirrors it by applying the coordinator's
-// Put/Erase decisions, so slot numbers mean the same tensor everywhere.
+// request. The coordinator owns the slot assignment; every member mirrors
+// it by applying the coordinator's Put/Erase decisions, so slot numbers
+// mean the same tensor everywhere.
+//
+// A full cache replaces slots by a clock with second chances, not by least
+// recent use: a training step that submits more distinct tensors than there
+// are slots, in the same order every step, would evict under LRU each slot
+// just before its next hit and hit nothing (about 15x slower per tensor at
+// 1500 tensors and 1024 slots). Here a new tensor takes the slot under the
+// clock's hand only if that slot has had no hit and no fill since the hand
+// last passed; otherwise the hand clears the slot's mark, moves on, and the
+// new tensor stays uncached this time. Up to twice as many tensors as
+// slots, the slots hit every step keep their place and only the overflow
+// travels as full requests (beyond that the hand laps before the hits come
+// back, and nothing is hit, as under LRU).
 #pragma once
 
 #include <array>
@@ -34,8 +46,9 @@ class ResponseCache {
   // The slot holding `name`, or -1.
   int Find(const std::string& name) const;
   // Coordinator: caches a single-tensor response under the request's name in
-  // a free slot, evicting the least recently used one when full (its slot
-  // in *evicted, else -1). Returns the slot.
+  // a free slot or, when full, in the slot under the clock's hand if that
+  // one is unmarked (its old tensor's slot in *evicted, else -1). Returns the
+  // slot, or -1 when the cache keeps its slots this time (see above).
   int Put(const Response& response, const Request& request, int* evicted);
   // Member: caches at the slot the coordinator chose (with this rank's own
   // request, which its later lookups compare against).
@@ -45,8 +58,13 @@ class ResponseCache {
   bool used(int position) const {
     return position >= 0 && position < capacity_ && slots_[position].used;
   }
+  // A hit: marks the slot, so that the clock passes it once.
   void Touch(int position);
   void Erase(int position);
+  // How many times Put kept every slot because the one under the hand had
+  // been hit since the hand last passed: tensors in use every step exceed
+  // the capacity.
+  int64_t refused_hot() const { return refused_hot_; }
   // Changes whenever a slot is filled or emptied: equal generations mean
   // every slot holds the same response as before.
   uint64_t generation() const { return generation_; }
@@ -75,11 +93,12 @@ class ResponseCache {
     std::string_view operator()(int pos) const { return (*names)[pos]; }
   };
   NameIndex<int, -1, SlotName> by_name_{SlotName{&names_}};
-  // When each slot was last used, by a counter: a training step touches
-  // every slot, and a dense array stays in cache where a list's nodes did
-  // not. Eviction, rare, scans it for the least recently used.
-  std::vector<uint64_t> used_at_;
-  uint64_t clock_ = 0;
+  // Per slot: kFilled after a Put, kHit after a hit; the hand clears both.
+  // Dense bytes, one write per hit, where a list's nodes went cold.
+  enum Mark : uint8_t { kFilled = 1, kHit = 2 };
+  std::vector<uint8_t> marks_;
+  int hand_ = 0;
+  int64_t refused_hot_ = 0;
   uint64_t generation_ = 0;
   std::set<int> free_;  // lowest free slot first
 };

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "core/common/config.h"
@@ -18,6 +20,7 @@
 #include "core/coordination/message.h"
 #include "core/coordination/protocol.h"
 #include "core/coordination/response_cache.h"
+#include "core/coordination/response_rules.h"
 #include "core/dataplane/decorators/store_chooser.h"
 #include "core/observability/autotune/bayesian_optimizer.h"
 #include "core/observability/autotune/gaussian_process.h"
@@ -159,7 +162,7 @@ TEST(Wire, EveryTruncationAndCorruptionIsRejected) {
   }
 }
 
-TEST(ResponseCache, HitMissInvalidAndLruEviction) {
+TEST(ResponseCache, HitMissInvalidAndClockReplacement) {
   ResponseCache cache(2);
   Request a = MakeRequest("a", {4}), b = MakeRequest("b", {4}), c = MakeRequest("c", {4});
   int pos = -1;
@@ -172,16 +175,130 @@ TEST(ResponseCache, HitMissInvalidAndLruEviction) {
   EXPECT_EQ(pos, 0);
   Request a2 = MakeRequest("a", {5});
   EXPECT_EQ(cache.Lookup(a2, &pos), ResponseCache::State::kInvalid);
-  cache.Touch(0);  // b is now least recently used
-  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), 1);
+  // Full: a and b were just filled, so the hand passes each once and c
+  // stays uncached.
+  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), -1);
+  EXPECT_EQ(evicted, -1);
+  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), -1);
+  EXPECT_EQ(cache.refused_hot(), 0);
+  cache.Touch(0);  // a hit: the hand passes it once more
+  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), -1);
+  EXPECT_EQ(cache.refused_hot(), 1);
+  EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), 1);  // b: neither hit nor new
   EXPECT_EQ(evicted, 1);
   EXPECT_EQ(cache.Lookup(b, &pos), ResponseCache::State::kMiss);
   EXPECT_EQ(cache.Lookup(c, &pos), ResponseCache::State::kHit);
   EXPECT_EQ(pos, 1);
+  EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kHit);
   cache.Erase(0);
   EXPECT_EQ(cache.Lookup(a, &pos), ResponseCache::State::kMiss);
-  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a, &evicted), 0);  // lowest free slot again
+  EXPECT_EQ(cache.Put(MakeResponse("a", 4), a, &evicted), 0);  // a free slot first
+  EXPECT_EQ(evicted, -1);
   EXPECT_EQ(cache.size(), 2u);
+}
+
+// A step of `names` in order, as the coordinator drives the cache: a hit
+// touches the slot, a miss puts the response. Returns the hits.
+int CacheStep(ResponseCache* cache, const std::vector<std::string>& names) {
+  int hits = 0;
+  for (const std::string& n : names) {
+    int pos = -1, evicted = -1;
+    const Request q = MakeRequest(n, {1});
+    if (cache->Lookup(q, &pos) == ResponseCache::State::kHit) {
+      cache->Touch(pos);
+      ++hits;
+    } else {
+      cache->Put(MakeResponse(n, 1), q, &evicted);
+    }
+  }
+  return hits;
+}
+
+std::vector<std::string> Names(const std::string& prefix, int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
+  return v;
+}
+
+// More tensors per step than slots, in the same order every step (LRU hits
+// none of them): the slots hit every step keep their place, and the
+// refusals for them say the cache is too small.
+TEST(ResponseCache, KeepsSlotsHitEveryStepWhenTensorsOutnumberThem) {
+  ResponseCache cache(64);
+  const std::vector<std::string> step = Names("t", 96);
+  EXPECT_EQ(CacheStep(&cache, step), 0);
+  for (int s = 1; s < 6; ++s) EXPECT_EQ(CacheStep(&cache, step), 64) << "step " << s;
+  EXPECT_GT(cache.refused_hot(), cache.capacity());
+  // Twice as many: some are still hit each step instead of none.
+  ResponseCache big(64);
+  const std::vector<std::string> twice = Names("t", 128);
+  for (int s = 0; s < 3; ++s) CacheStep(&big, twice);
+  for (int s = 3; s < 8; ++s) EXPECT_GE(CacheStep(&big, twice), 16) << "step " << s;
+}
+
+// A new working set replaces an old one that is no longer hit within two
+// steps, and one change of working set does not count as too small.
+TEST(ResponseCache, ANewWorkingSetTakesOverTheSlots) {
+  ResponseCache cache(64);
+  const std::vector<std::string> old_set = Names("old", 64), new_set = Names("new", 64);
+  for (int s = 0; s < 3; ++s) CacheStep(&cache, old_set);
+  EXPECT_EQ(CacheStep(&cache, old_set), 64);
+  EXPECT_EQ(CacheStep(&cache, new_set), 0);
+  CacheStep(&cache, new_set);
+  EXPECT_EQ(CacheStep(&cache, new_set), 64);
+  EXPECT_LE(cache.refused_hot(), cache.capacity());
+}
+
+// DecideResponse agrees at once when every request matches exactly, and
+// otherwise names the first property the ranks disagree on, as before.
+TEST(DecideResponse, NamesTheFirstPropertyTheRanksDisagreeOn) {
+  auto decide = [](OpType type, auto change) {
+    std::vector<Request> qs(3, MakeRequest("x", {4, 3}));
+    for (int r = 0; r < 3; ++r) {
+      qs[r].type = type;
+      qs[r].rank = r;
+    }
+    change(qs[2]);
+    return DecideResponse("x", qs, {}, 3);
+  };
+  auto same = [](Request&) {};
+  const Response ok = decide(OpType::kAllreduce, same);
+  EXPECT_EQ(ok.error_code, Code::kOk) << ok.error;
+  EXPECT_EQ(ok.sizes, std::vector<int64_t>{12});
+  // Scales that print alike agree, as they did before the exact check.
+  EXPECT_EQ(decide(OpType::kAllreduce, [](Request& q) { q.prescale = 1.0 + 1e-12; }).error_code,
+            Code::kOk);
+  EXPECT_EQ(decide(OpType::kAllgather, [](Request& q) { q.shape[0] = 7; }).error_code, Code::kOk);
+  EXPECT_EQ(decide(OpType::kBroadcast, [](Request& q) { q.reduce_op = ReduceOp::kMax; }).error_code,
+            Code::kOk);
+  const std::vector<std::tuple<OpType, std::function<void(Request&)>, std::string>> cases = {
+      {OpType::kAllreduce, [](Request& q) { q.dtype = DataType::kFloat64; }, "allreduce dtypes"},
+      {OpType::kAllreduce,
+       [](Request& q) {
+         q.device = {DeviceKind::kCUDA, 0};
+       },
+       "allreduce devices"},
+      {OpType::kAllreduce, [](Request& q) { q.reduce_op = ReduceOp::kMax; },
+       "allreduce reduce ops"},
+      {OpType::kAllreduce, [](Request& q) { q.postscale = 0.5; },
+       "allreduce prescale/postscale factors"},
+      {OpType::kBroadcast, [](Request& q) { q.root = 1; }, "broadcast root ranks"},
+      {OpType::kAllreduce, [](Request& q) { q.group = "g", q.group_size = 2; }, "groups"},
+      {OpType::kAllreduce,
+       [](Request& q) {
+         q.shape = {3, 4};
+       },
+       "allreduce tensor shapes"},
+      {OpType::kAllgather, [](Request& q) { q.shape[1] = 5; },
+       "allgather tensor shapes (beyond dimension 0)"},
+      {OpType::kAllreduce, [](Request& q) { q.type = OpType::kBroadcast; }, "operations"},
+  };
+  for (const auto& [type, change, what] : cases) {
+    const Response r = decide(type, change);
+    EXPECT_EQ(r.error_code, Code::kMismatch) << what;
+    EXPECT_EQ(r.error.rfind("Mismatched " + what + " for tensor 'x': ranks 0, 1: ", 0), 0u)
+        << r.error;
+  }
 }
 
 TEST(Fusion, GroupsCompatibleResponsesUpToThreshold) {
@@ -302,24 +419,6 @@ TEST(ResponseCache, LookupAgreesWithSameParams) {
       EXPECT_EQ(cache.Lookup(b, &pos), want) << "case " << i;
     }
   }
-}
-
-TEST(ResponseCache, EvictsTheLeastRecentlyUsedOfMany) {
-  ResponseCache cache(64);
-  int evicted = -2;
-  for (int i = 0; i < 64; ++i) {
-    const std::string n = "t" + std::to_string(i);
-    ASSERT_EQ(cache.Put(MakeResponse(n, 1), MakeRequest(n, {1}), &evicted), i);
-  }
-  for (int i = 0; i < 64; ++i) {
-    if (i != 17) cache.Touch(i);
-  }
-  EXPECT_EQ(cache.Put(MakeResponse("new", 1), MakeRequest("new", {1}), &evicted), 17);
-  EXPECT_EQ(evicted, 17);
-  cache.Touch(17);
-  cache.Touch(0);  // 1 is now the oldest
-  EXPECT_EQ(cache.Put(MakeResponse("new2", 1), MakeRequest("new2", {1}), &evicted), 1);
-  EXPECT_EQ(evicted, 1);
 }
 
 // StoreChooser: small calls stay plain; the first large call (cold) is
