@@ -157,11 +157,9 @@ void Coordinator::AddFull(int64_t seq, Response r, const Request& ref, std::vect
 }
 
 void Coordinator::WarnIfCacheTooSmall() {
-  // More refusals for hit slots than there are slots: the hand has found
-  // slots hit again after it cleared them, so the tensors in use every step
-  // outnumber the slots (one change of working set refuses at most once per
-  // slot).
-  if (warned_cache_ || cache_.refused_hot() <= cache_.capacity()) return;
+  // Tensors the cache turned away keep coming back, more of them than there
+  // are slots: more than one change of working set would cause.
+  if (warned_cache_ || cache_.recurring_misses() <= 2 * int64_t{cache_.capacity()}) return;
   warned_cache_ = true;
   HVD_LOG(kWarning) << "process set " << set_id_ << ": the response cache's " << cache_.capacity()
                     << " slots (HVD_CACHE_CAPACITY) hold fewer tensors than the job "

@@ -71,8 +71,8 @@ class Coordinator {
   void DecideCached(std::vector<Action>* out, int64_t* bytes);
   void AddFull(int64_t seq, Response r, const Request& ref, std::vector<Action>* out);
   void Erase(int32_t slot, int64_t seq, std::vector<Action>* out);
-  // Once per set, when the cache keeps refusing tensors for slots hit every
-  // step: the overflow is negotiated in full each time.
+  // Once per set, when tensors the cache turned away keep coming back: the
+  // overflow is negotiated in full each time.
   void WarnIfCacheTooSmall();
   void CheckStalls(std::vector<Action>* out);
   Response Decided(const std::string& name);

@@ -52,16 +52,18 @@ int ResponseCache::Put(const Response& response, const Request& request, int* ev
   if (capacity_ == 0) return -1;
   const int old = by_name_.Find(request.name);
   if (old >= 0) Erase(old);
+  if (ghosts_.erase(request.name) > 0) ++recurring_misses_;
   if (free_.empty()) {
     const int pos = hand_;
     hand_ = (hand_ + 1) % capacity_;
     uint8_t& mark = marks_[static_cast<size_t>(pos)];
     if (mark != 0) {
-      refused_hot_ += (mark & kHit) ? 1 : 0;
       mark = 0;
+      AddGhost(request.name);
       return -1;
     }
     *evicted = pos;
+    AddGhost(names_[static_cast<size_t>(pos)]);
     Erase(pos);
   }
   const int pos = *free_.begin();
@@ -82,12 +84,23 @@ void ResponseCache::PutAt(int pos, const Response& response, const Request& requ
   keys_[pos] = Pack(request);
   ++generation_;
   names_[pos] = request.name;
-  marks_[static_cast<size_t>(pos)] = kFilled;
+  marks_[static_cast<size_t>(pos)] = 1;
   by_name_.Insert(pos);  // after names_[pos]: the index reads the name there
 }
 
 void ResponseCache::Touch(int position) {
-  marks_[static_cast<size_t>(position)] |= kHit;
+  marks_[static_cast<size_t>(position)] = 1;
+}
+
+void ResponseCache::AddGhost(const std::string& name) {
+  if (ghost_order_.size() >= static_cast<size_t>(capacity_)) {
+    const auto& [oldest, seq] = ghost_order_.front();
+    auto it = ghosts_.find(oldest);
+    if (it != ghosts_.end() && it->second == seq) ghosts_.erase(it);
+    ghost_order_.pop_front();
+  }
+  ghosts_[name] = ++ghost_seq_;
+  ghost_order_.emplace_back(name, ghost_seq_);
 }
 
 void ResponseCache::Erase(int position) {

@@ -19,8 +19,11 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/common/name_index.h"
@@ -61,10 +64,11 @@ class ResponseCache {
   // A hit: marks the slot, so that the clock passes it once.
   void Touch(int position);
   void Erase(int position);
-  // How many times Put kept every slot because the one under the hand had
-  // been hit since the hand last passed: tensors in use every step exceed
-  // the capacity.
-  int64_t refused_hot() const { return refused_hot_; }
+  // Puts of tensors the cache had refused or evicted not long before (among
+  // the last `capacity` such names): tensors that recur outnumber the
+  // slots. Names used once (a counter in the name, unnamed operations)
+  // never count.
+  int64_t recurring_misses() const { return recurring_misses_; }
   // Changes whenever a slot is filled or emptied: equal generations mean
   // every slot holds the same response as before.
   uint64_t generation() const { return generation_; }
@@ -93,12 +97,20 @@ class ResponseCache {
     std::string_view operator()(int pos) const { return (*names)[pos]; }
   };
   NameIndex<int, -1, SlotName> by_name_{SlotName{&names_}};
-  // Per slot: kFilled after a Put, kHit after a hit; the hand clears both.
-  // Dense bytes, one write per hit, where a list's nodes went cold.
-  enum Mark : uint8_t { kFilled = 1, kHit = 2 };
+  // Remembers `name` as refused or evicted, forgetting the oldest beyond
+  // the capacity.
+  void AddGhost(const std::string& name);
+
+  // Per slot: set by a Put or a hit, cleared by the hand. Dense bytes, one
+  // write per hit, where a list's nodes went cold.
   std::vector<uint8_t> marks_;
   int hand_ = 0;
-  int64_t refused_hot_ = 0;
+  // Name -> the number of its entry in ghost_order_ (oldest first, at most
+  // capacity_ entries; one whose number no longer matches is stale).
+  std::unordered_map<std::string, uint64_t> ghosts_;
+  std::deque<std::pair<std::string, uint64_t>> ghost_order_;
+  uint64_t ghost_seq_ = 0;
+  int64_t recurring_misses_ = 0;
   uint64_t generation_ = 0;
   std::set<int> free_;  // lowest free slot first
 };

@@ -176,16 +176,17 @@ TEST(ResponseCache, HitMissInvalidAndClockReplacement) {
   Request a2 = MakeRequest("a", {5});
   EXPECT_EQ(cache.Lookup(a2, &pos), ResponseCache::State::kInvalid);
   // Full: a and b were just filled, so the hand passes each once and c
-  // stays uncached.
+  // stays uncached; its coming back counts.
   EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), -1);
   EXPECT_EQ(evicted, -1);
+  EXPECT_EQ(cache.recurring_misses(), 0);
   EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), -1);
-  EXPECT_EQ(cache.refused_hot(), 0);
+  EXPECT_EQ(cache.recurring_misses(), 1);
   cache.Touch(0);  // a hit: the hand passes it once more
   EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), -1);
-  EXPECT_EQ(cache.refused_hot(), 1);
   EXPECT_EQ(cache.Put(MakeResponse("c", 4), c, &evicted), 1);  // b: neither hit nor new
   EXPECT_EQ(evicted, 1);
+  EXPECT_EQ(cache.recurring_misses(), 3);
   EXPECT_EQ(cache.Lookup(b, &pos), ResponseCache::State::kMiss);
   EXPECT_EQ(cache.Lookup(c, &pos), ResponseCache::State::kHit);
   EXPECT_EQ(pos, 1);
@@ -228,7 +229,12 @@ TEST(ResponseCache, KeepsSlotsHitEveryStepWhenTensorsOutnumberThem) {
   const std::vector<std::string> step = Names("t", 96);
   EXPECT_EQ(CacheStep(&cache, step), 0);
   for (int s = 1; s < 6; ++s) EXPECT_EQ(CacheStep(&cache, step), 64) << "step " << s;
-  EXPECT_GT(cache.refused_hot(), cache.capacity());
+  EXPECT_GT(cache.recurring_misses(), 2 * cache.capacity());
+  // The default capacity and 1500 tensors: every step's overflow counts.
+  ResponseCache dflt(1024);
+  const std::vector<std::string> many = Names("t", 1500);
+  for (int s = 0; s < 6; ++s) CacheStep(&dflt, many);
+  EXPECT_EQ(dflt.recurring_misses(), 5 * (1500 - 1024));
   // Twice as many: some are still hit each step instead of none.
   ResponseCache big(64);
   const std::vector<std::string> twice = Names("t", 128);
@@ -246,7 +252,24 @@ TEST(ResponseCache, ANewWorkingSetTakesOverTheSlots) {
   EXPECT_EQ(CacheStep(&cache, new_set), 0);
   CacheStep(&cache, new_set);
   EXPECT_EQ(CacheStep(&cache, new_set), 64);
-  EXPECT_LE(cache.refused_hot(), cache.capacity());
+  EXPECT_LE(cache.recurring_misses(), 2 * cache.capacity());
+}
+
+// Beside a working set that fits, a name used once per step (a counter in
+// it, or an unnamed operation): the working set is hit every step and
+// nothing recurs, so there is nothing to warn about.
+TEST(ResponseCache, NamesUsedOnceNeitherEvictTheWorkingSetNorCount) {
+  ResponseCache cache(64);
+  std::vector<std::string> step = Names("w", 60);
+  for (int s = 0; s < 500; ++s) {
+    step.push_back("once." + std::to_string(s));
+    const int hits = CacheStep(&cache, step);
+    if (s > 0) {
+      ASSERT_EQ(hits, 60) << "step " << s;
+    }
+    step.pop_back();
+  }
+  EXPECT_EQ(cache.recurring_misses(), 0);
 }
 
 // DecideResponse agrees at once when every request matches exactly, and
