@@ -67,6 +67,14 @@ struct Config {
   int64_t allreduce_chunk_bytes = 4LL * 1024 * 1024;
   bool allreduce_chunk_bytes_fixed = false;  // set by HVD_ALLREDUCE_CHUNK_BYTES
   int cache_capacity = 1024;                 // 0 disables the response cache
+  // Unless HVD_CACHE_CAPACITY is set, the cache grows (doubling) when
+  // tensors it turned away keep coming back, up to this many slots.
+  static constexpr int kCacheCapacityAutoMax = 16384;
+  int cache_capacity_max() const {
+    return cache_capacity_fixed || cache_capacity == 0
+               ? cache_capacity
+               : (cache_capacity > kCacheCapacityAutoMax ? cache_capacity : kCacheCapacityAutoMax);
+  }
   // How long hvd_wait keeps its core (yielding it to anything runnable)
   // before it sleeps; -1: 1000 us where this host's ranks have a core
   // each, else 0. A core that goes idle on a busy VM host can take

@@ -33,7 +33,7 @@ Coordinator::Coordinator(int size, int32_t set_id, const Config& config)
     : size_(size),
       set_id_(set_id),
       config_(config),
-      cache_(config.cache_capacity),
+      cache_(config.cache_capacity, config.cache_capacity_max()),
       slot_changed_(static_cast<size_t>(std::max(0, config.cache_capacity)), 0),
       waits_(static_cast<size_t>(std::max(0, config.cache_capacity))),
       hit_by_(static_cast<size_t>(size), SlotSet(std::max(0, config.cache_capacity))),
@@ -80,6 +80,9 @@ void Coordinator::RecordHit(int rank, int32_t slot, int64_t epoch, Clock::time_p
     w.since = now;
     w.warned = false;
     waiting_slots_.Insert(slot);
+    // Marked in use at the first report, before this decision's new
+    // tensors ask the cache for a slot.
+    cache_.Touch(slot);
   }
 }
 
@@ -145,6 +148,7 @@ void Coordinator::AddFull(int64_t seq, Response r, const Request& ref, std::vect
   if (Cacheable(r) && cache_.capacity() > 0) {
     int evicted = -1;
     a.slot = cache_.Put(r, ref, &evicted);
+    if (static_cast<size_t>(cache_.capacity()) > slot_changed_.size()) GrowSlots();
     if (evicted >= 0) Erase(evicted, seq, out);
     if (a.slot >= 0) {
       slot_changed_[a.slot] = seq;
@@ -156,10 +160,18 @@ void Coordinator::AddFull(int64_t seq, Response r, const Request& ref, std::vect
   out->push_back(std::move(a));
 }
 
+void Coordinator::GrowSlots() {
+  const int n = cache_.capacity();
+  slot_changed_.resize(static_cast<size_t>(n), 0);
+  waits_.resize(static_cast<size_t>(n));
+  for (SlotSet& s : hit_by_) s.Grow(n);
+  waiting_slots_.Grow(n);
+}
+
 void Coordinator::WarnIfCacheTooSmall() {
   // Tensors the cache turned away keep coming back, more of them than there
   // are slots: more than one change of working set would cause.
-  if (warned_cache_ || cache_.recurring_misses() <= 2 * int64_t{cache_.capacity()}) return;
+  if (warned_cache_ || cache_.recurring_misses() <= 2 * int64_t{cache_.max_capacity()}) return;
   warned_cache_ = true;
   HVD_LOG(kWarning) << "process set " << set_id_ << ": the response cache's " << cache_.capacity()
                     << " slots (HVD_CACHE_CAPACITY) hold fewer tensors than the job "
@@ -242,7 +254,6 @@ void Coordinator::DecideCached(std::vector<Action>* out, int64_t* bytes) {
       } else {
         run.slots.push_back(slot);
         if (autotuner_) *bytes += ResponseBytes(r, size_);  // only autotune reads it
-        cache_.Touch(slot);
       }
     }
     for (SlotSet& s : hit_by_) s.EraseWord(i, ready);

@@ -71,6 +71,8 @@ class Coordinator {
   void DecideCached(std::vector<Action>* out, int64_t* bytes);
   void AddFull(int64_t seq, Response r, const Request& ref, std::vector<Action>* out);
   void Erase(int32_t slot, int64_t seq, std::vector<Action>* out);
+  // The per-slot state, for as many slots as the cache has grown to.
+  void GrowSlots();
   // Once per set, when tensors the cache turned away keep coming back: the
   // overflow is negotiated in full each time.
   void WarnIfCacheTooSmall();

@@ -4,8 +4,9 @@
 
 namespace hvd {
 
-Negotiator::Negotiator(int cache_capacity)
-    : cache_(cache_capacity), hits_(static_cast<size_t>(std::max(0, cache_capacity)), nullptr) {}
+Negotiator::Negotiator(int cache_capacity, int cache_capacity_max)
+    : cache_(cache_capacity, cache_capacity_max),
+      hits_(static_cast<size_t>(std::max(0, cache_capacity)), nullptr) {}
 
 bool Negotiator::Cacheable(OpType t) {
   return t == OpType::kAllreduce || t == OpType::kAllgather || t == OpType::kBroadcast ||
@@ -98,6 +99,7 @@ Status Negotiator::Apply(const Decision& d, Applied* out) {
         if (it != outstanding_.end()) {
           if (a.slot >= 0) {
             cache_.PutAt(a.slot, a.response, *it->second);
+            hits_.resize(std::max(hits_.size(), static_cast<size_t>(cache_.capacity())), nullptr);
             if (cache_.used(a.slot)) run = cache_.response(a.slot);
           }
           outstanding_.erase(it);

@@ -32,7 +32,9 @@ struct Applied {
 
 class Negotiator {
  public:
-  explicit Negotiator(int cache_capacity);
+  // The cache's slots to start with and at most (it grows as the
+  // coordinator's grows).
+  Negotiator(int cache_capacity, int cache_capacity_max);
 
   // New local requests (and a local shutdown): classified into the pending
   // report.

@@ -1,7 +1,9 @@
 #include "core/coordination/response_cache.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 namespace hvd {
 
@@ -24,12 +26,15 @@ ResponseCache::ParamsKey ResponseCache::Pack(const Request& q) {
   return k;
 }
 
-ResponseCache::ResponseCache(int capacity)
+ResponseCache::ResponseCache(int capacity, int max_capacity)
     : capacity_(capacity),
+      max_capacity_(max_capacity > capacity ? max_capacity : capacity),
       slots_(capacity),
       keys_(static_cast<size_t>(capacity)),
       names_(static_cast<size_t>(capacity)),
       marks_(static_cast<size_t>(capacity), 0) {
+  max_ghosts_ = std::max<size_t>(4 * static_cast<size_t>(std::max(capacity, 0)),
+                                 static_cast<size_t>(max_capacity_));
   for (int i = 0; i < capacity; ++i) free_.insert(i);
 }
 
@@ -52,10 +57,21 @@ int ResponseCache::Put(const Response& response, const Request& request, int* ev
   if (capacity_ == 0) return -1;
   const int old = by_name_.Find(request.name);
   if (old >= 0) Erase(old);
-  if (ghosts_.erase(request.name) > 0) ++recurring_misses_;
+  const bool recurring = ghosts_.erase(std::hash<std::string>()(request.name)) > 0;
+  recurring_this_lap_ += recurring ? 1 : 0;
+  // Grows on sustained pressure only: an eighth of the slots' worth of
+  // returning tensors within one lap of the hand, not the odd reused name
+  // that a stream of names used once pushed out.
+  if (free_.empty() && recurring && capacity_ < max_capacity_ &&
+      recurring_this_lap_ >= std::max(1, capacity_ / 8)) {
+    recurring_this_lap_ = 0;
+    Grow(capacity_ > max_capacity_ / 2 ? max_capacity_ : 2 * capacity_);
+  }
   if (free_.empty()) {
     const int pos = hand_;
     hand_ = (hand_ + 1) % capacity_;
+    if (hand_ == 0) recurring_this_lap_ = 0;
+    recurring_misses_ += recurring && capacity_ == max_capacity_ ? 1 : 0;
     uint8_t& mark = marks_[static_cast<size_t>(pos)];
     if (mark != 0) {
       mark = 0;
@@ -72,7 +88,12 @@ int ResponseCache::Put(const Response& response, const Request& request, int* ev
 }
 
 void ResponseCache::PutAt(int pos, const Response& response, const Request& request) {
-  if (pos < 0 || pos >= capacity_) return;
+  if (pos < 0 || pos >= max_capacity_) return;
+  if (pos >= capacity_) {
+    int grown = capacity_;
+    while (grown <= pos) grown = grown > max_capacity_ / 2 ? max_capacity_ : 2 * grown;
+    Grow(grown);
+  }
   const int old = by_name_.Find(request.name);
   if (old >= 0) Erase(old);
   Erase(pos);
@@ -92,15 +113,27 @@ void ResponseCache::Touch(int position) {
   marks_[static_cast<size_t>(position)] = 1;
 }
 
+void ResponseCache::Grow(int capacity) {
+  const int from = capacity_;
+  capacity_ = capacity < max_capacity_ ? capacity : max_capacity_;
+  const auto n = static_cast<size_t>(capacity_);
+  slots_.resize(n);
+  keys_.resize(n);
+  names_.resize(n);
+  marks_.resize(n, 0);
+  for (int i = from; i < capacity_; ++i) free_.insert(i);
+}
+
 void ResponseCache::AddGhost(const std::string& name) {
-  if (ghost_order_.size() >= static_cast<size_t>(capacity_)) {
+  if (ghost_order_.size() >= max_ghosts_) {
     const auto& [oldest, seq] = ghost_order_.front();
     auto it = ghosts_.find(oldest);
     if (it != ghosts_.end() && it->second == seq) ghosts_.erase(it);
     ghost_order_.pop_front();
   }
-  ghosts_[name] = ++ghost_seq_;
-  ghost_order_.emplace_back(name, ghost_seq_);
+  const uint64_t h = std::hash<std::string>()(name);
+  ghosts_[h] = ++ghost_seq_;
+  ghost_order_.emplace_back(h, ghost_seq_);
 }
 
 void ResponseCache::Erase(int position) {

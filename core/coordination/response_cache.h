@@ -35,12 +35,15 @@ class ResponseCache {
  public:
   enum class State { kMiss, kHit, kInvalid };
 
-  explicit ResponseCache(int capacity);
+  // Starts with `capacity` slots; Put may grow it up to max_capacity (no
+  // less than capacity) when tensors it turned away keep coming back.
+  explicit ResponseCache(int capacity, int max_capacity = 0);
   // The name index refers to this object's slots.
   ResponseCache(const ResponseCache&) = delete;
   ResponseCache& operator=(const ResponseCache&) = delete;
 
   int capacity() const { return capacity_; }
+  int max_capacity() const { return max_capacity_; }
   size_t size() const { return by_name_.size(); }
 
   // kHit: same name and parameters as cached (slot in *position);
@@ -50,11 +53,15 @@ class ResponseCache {
   int Find(const std::string& name) const;
   // Coordinator: caches a single-tensor response under the request's name in
   // a free slot or, when full, in the slot under the clock's hand if that
-  // one is unmarked (its old tensor's slot in *evicted, else -1). Returns the
-  // slot, or -1 when the cache keeps its slots this time (see above).
+  // one is unmarked (its old tensor's slot in *evicted, else -1). When
+  // tensors turned away before keep coming back to a full cache (an eighth
+  // of its slots' worth within one lap of the hand), it doubles instead, up
+  // to the maximum. Returns the slot, or -1 when the
+  // cache keeps its slots this time (see above).
   int Put(const Response& response, const Request& request, int* evicted);
   // Member: caches at the slot the coordinator chose (with this rank's own
-  // request, which its later lookups compare against).
+  // request, which its later lookups compare against), growing as the
+  // coordinator's cache grew.
   void PutAt(int position, const Response& response, const Request& request);
   const ResponsePtr& response(int position) const { return slots_[position].response; }
   const Request& request(int position) const { return slots_[position].request; }
@@ -64,10 +71,10 @@ class ResponseCache {
   // A hit: marks the slot, so that the clock passes it once.
   void Touch(int position);
   void Erase(int position);
-  // Puts of tensors the cache had refused or evicted not long before (among
-  // the last `capacity` such names): tensors that recur outnumber the
-  // slots. Names used once (a counter in the name, unnamed operations)
-  // never count.
+  // Puts, at the maximum capacity, of tensors the cache had refused or
+  // evicted not long before (among the last few times its capacity):
+  // tensors that recur outnumber the slots. Names used once (a counter in
+  // the name, unnamed operations) never count.
   int64_t recurring_misses() const { return recurring_misses_; }
   // Changes whenever a slot is filled or emptied: equal generations mean
   // every slot holds the same response as before.
@@ -89,6 +96,7 @@ class ResponseCache {
   static ParamsKey Pack(const Request& q);
 
   int capacity_;
+  int max_capacity_;
   std::vector<Slot> slots_;
   std::vector<ParamsKey> keys_;
   std::vector<std::string> names_;  // slots_[pos].request.name, densely for the index
@@ -98,18 +106,24 @@ class ResponseCache {
   };
   NameIndex<int, -1, SlotName> by_name_{SlotName{&names_}};
   // Remembers `name` as refused or evicted, forgetting the oldest beyond
-  // the capacity.
+  // max_ghosts_.
   void AddGhost(const std::string& name);
+  // Adds free slots up to `capacity` (at most max_capacity_).
+  void Grow(int capacity);
 
   // Per slot: set by a Put or a hit, cleared by the hand. Dense bytes, one
   // write per hit, where a list's nodes went cold.
   std::vector<uint8_t> marks_;
   int hand_ = 0;
-  // Name -> the number of its entry in ghost_order_ (oldest first, at most
-  // capacity_ entries; one whose number no longer matches is stale).
-  std::unordered_map<std::string, uint64_t> ghosts_;
-  std::deque<std::pair<std::string, uint64_t>> ghost_order_;
+  // Turned-away names, by hash -> the number of their entry in ghost_order_
+  // (oldest first; an entry whose number no longer matches is stale). As
+  // many as a step can turn away before its names come back: four times the
+  // capacity, or the maximum capacity if larger.
+  std::unordered_map<uint64_t, uint64_t> ghosts_;
+  std::deque<std::pair<uint64_t, uint64_t>> ghost_order_;
   uint64_t ghost_seq_ = 0;
+  int recurring_this_lap_ = 0;  // returning tensors since the hand last wrapped
+  size_t max_ghosts_ = 0;
   int64_t recurring_misses_ = 0;
   uint64_t generation_ = 0;
   std::set<int> free_;  // lowest free slot first

@@ -4,6 +4,7 @@
 // order costs a word per 64 slots, which the steady state does every cycle.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -12,6 +13,10 @@ namespace hvd {
 class SlotSet {
  public:
   explicit SlotSet(int capacity) : words_((static_cast<size_t>(capacity) + 63) / 64, 0) {}
+  // Room for `capacity` slots, keeping the members.
+  void Grow(int capacity) {
+    words_.resize(std::max(words_.size(), (static_cast<size_t>(capacity) + 63) / 64), 0);
+  }
 
   void Insert(int32_t slot) {
     uint64_t& w = words_[static_cast<size_t>(slot) / 64];

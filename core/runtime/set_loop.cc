@@ -64,7 +64,7 @@ SetLoop::SetLoop(Runtime& runtime, ProcessSet& ps, const TunedParams& params)
     : runtime_(runtime),
       ps_(ps),
       params_(params),
-      negotiator_(runtime.config().cache_capacity),
+      negotiator_(runtime.config().cache_capacity, runtime.config().cache_capacity_max()),
       progress_(std::make_shared<LoopProgress>(this)),
       nap_(kFirstNap) {
   if (ps_.rank() == 0) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -240,6 +241,58 @@ TEST(ResponseCache, KeepsSlotsHitEveryStepWhenTensorsOutnumberThem) {
   const std::vector<std::string> twice = Names("t", 128);
   for (int s = 0; s < 3; ++s) CacheStep(&big, twice);
   for (int s = 3; s < 8; ++s) EXPECT_GE(CacheStep(&big, twice), 16) << "step " << s;
+}
+
+// Unless the capacity is fixed, a cache whose turned-away tensors come back
+// while its slots are in use doubles (up to its maximum), so a step of 150
+// tensors on 64 slots is all hits from its fourth step; names used once
+// never make it grow.
+TEST(ResponseCache, GrowsWhenTurnedAwayTensorsComeBack) {
+  ResponseCache cache(64, 1024);
+  const std::vector<std::string> step = Names("t", 150);
+  EXPECT_EQ(CacheStep(&cache, step), 0);
+  for (int s = 1; s < 3; ++s) CacheStep(&cache, step);
+  for (int s = 3; s < 6; ++s) EXPECT_EQ(CacheStep(&cache, step), 150) << "step " << s;
+  EXPECT_EQ(cache.capacity(), 256);
+  EXPECT_EQ(cache.recurring_misses(), 0);
+  // At its maximum it turns tensors away and counts them.
+  ResponseCache capped(64, 128);
+  for (int s = 0; s < 4; ++s) CacheStep(&capped, step);
+  EXPECT_EQ(capped.capacity(), 128);
+  EXPECT_EQ(CacheStep(&capped, step), 128);
+  EXPECT_GT(capped.recurring_misses(), 0);
+  // A working set that fits beside a new name per step: no growth.
+  ResponseCache fits(64, 1024);
+  std::vector<std::string> work = Names("w", 60);
+  for (int s = 0; s < 300; ++s) {
+    work.push_back("once." + std::to_string(s));
+    CacheStep(&fits, work);
+    work.pop_back();
+  }
+  EXPECT_EQ(fits.capacity(), 64);
+  // The soak's mix: batches of 1 to 8 names, 30% from a pool of 32 reused
+  // names, the rest used once. A reused name that the stream pushes out now
+  // and then is no reason to double (growing on every return: 1024 slots).
+  ResponseCache mixed(128, 2048);
+  std::mt19937 rng(1);
+  int64_t unique = 0;
+  for (int b = 0; b < 50000; ++b) {
+    std::vector<std::string> batch(1 + rng() % 8);
+    for (auto& n : batch) {
+      n = rng() % 1000 < 300 ? "pool" + std::to_string(rng() % 32) : "u" + std::to_string(unique++);
+    }
+    CacheStep(&mixed, batch);
+  }
+  EXPECT_LE(mixed.capacity(), 256);
+  // A member grows to the slot the coordinator chose.
+  ResponseCache member(64, 1024);
+  member.PutAt(200, MakeResponse("far", 1), MakeRequest("far", {1}));
+  EXPECT_EQ(member.capacity(), 256);
+  int pos = -1;
+  EXPECT_EQ(member.Lookup(MakeRequest("far", {1}), &pos), ResponseCache::State::kHit);
+  EXPECT_EQ(pos, 200);
+  member.PutAt(5000, MakeResponse("beyond", 1), MakeRequest("beyond", {1}));
+  EXPECT_EQ(member.capacity(), 256);  // past the maximum: ignored
 }
 
 // A new working set replaces an old one that is no longer hit within two

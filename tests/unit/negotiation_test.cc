@@ -5,6 +5,7 @@
 // mismatches, join, stalls and shutdown.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -31,7 +32,8 @@ Request Allreduce(const std::string& name, int64_t n, OpType type = OpType::kAll
 struct Job {
   explicit Job(int n, Config c = Config()) : config(c), coordinator(n, 0, config) {
     for (int r = 0; r < n; ++r) {
-      negotiators.push_back(std::make_unique<Negotiator>(config.cache_capacity));
+      negotiators.push_back(
+          std::make_unique<Negotiator>(config.cache_capacity, config.cache_capacity_max()));
       last_runs.emplace_back();
       owned.emplace_back();
       epochs.push_back(0);
@@ -176,6 +178,38 @@ TEST(Negotiation, ShapeChangeOfACachedTensorIsAMismatch) {
 // Capacity 1: caching "b" evicts "a". A rank that reported a hit on a's
 // slot before it learnt of the eviction renegotiates a in full, and nothing
 // runs twice or under the wrong name.
+// A cache of 2 slots (not fixed by HVD_CACHE_CAPACITY) and 5 tensors a step:
+// the coordinator's cache grows, every rank's mirror follows, and from the
+// third step the reports carry only slots (the second's hits mark their
+// slots in use before its new tensors ask for one).
+TEST(Negotiation, TheCacheGrowsOnEveryRankWhenTensorsOutnumberItsSlots) {
+  Config c;
+  c.cache_capacity = 2;
+  Job job(2, c);
+  const Names names = {"a", "b", "c", "d", "e"};
+  auto step = [&](int s) {
+    for (int r = 0; r < 2; ++r) {
+      std::vector<Request> qs;
+      for (const auto& n : names) qs.push_back(Allreduce(n, 4));
+      Report rep;
+      job.Stage(r, qs, &rep);
+      if (s >= 2) {
+        EXPECT_TRUE(rep.requests.empty()) << "step " << s << " rank " << r;
+        EXPECT_EQ(rep.hits.size(), names.size()) << "step " << s << " rank " << r;
+      }
+      job.Deliver(r, rep);
+    }
+    auto ran = job.Step();
+    for (int r = 0; r < 2; ++r) {
+      Names sorted = ran[r];
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(sorted, names) << "step " << s << " rank " << r;
+    }
+    EXPECT_EQ(ran[0], ran[1]) << "step " << s;
+  };
+  for (int s = 0; s < 6; ++s) step(s);
+}
+
 TEST(Negotiation, StaleHitAfterEvictionIsRenegotiated) {
   Config c;
   c.cache_capacity = 1;
