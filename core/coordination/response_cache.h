@@ -15,6 +15,11 @@
 // slots, the slots hit every step keep their place and only the overflow
 // travels as full requests (beyond that the hand laps before the hits come
 // back, and nothing is hit, as under LRU).
+//
+// Unless its size is fixed (HVD_CACHE_CAPACITY), the coordinator's cache
+// also doubles, up to a maximum, when the tensors it turned away keep coming
+// back: it remembers their names' hashes. Names used once never come back,
+// so a stream of them (unnamed operations) does not make it grow.
 #pragma once
 
 #include <array>
@@ -56,8 +61,8 @@ class ResponseCache {
   // one is unmarked (its old tensor's slot in *evicted, else -1). When
   // tensors turned away before keep coming back to a full cache (an eighth
   // of its slots' worth within one lap of the hand), it doubles instead, up
-  // to the maximum. Returns the slot, or -1 when the
-  // cache keeps its slots this time (see above).
+  // to the maximum. Returns the slot, or -1 when the cache keeps its slots
+  // this time (see above).
   int Put(const Response& response, const Request& request, int* evicted);
   // Member: caches at the slot the coordinator chose (with this rank's own
   // request, which its later lookups compare against), growing as the
@@ -72,7 +77,7 @@ class ResponseCache {
   void Touch(int position);
   void Erase(int position);
   // Puts, at the maximum capacity, of tensors the cache had refused or
-  // evicted not long before (among the last few times its capacity):
+  // evicted not long before (among the last max_ghosts_ such names):
   // tensors that recur outnumber the slots. Names used once (a counter in
   // the name, unnamed operations) never count.
   int64_t recurring_misses() const { return recurring_misses_; }
