@@ -38,7 +38,8 @@ const TuningFlag kFlags[] = {
      "Longest a burst of submissions is gathered before it is negotiated, in ms "
      "(HVD_CYCLE_TIME)."},
     {"--cache-capacity", "N", "HVD_CACHE_CAPACITY", Kind::kCount, "", 0,
-     "Response cache slots (HVD_CACHE_CAPACITY); 0 turns the cache off."},
+     "Response cache slots, fixed (HVD_CACHE_CAPACITY; unset, 1024 growing to 16384 as "
+     "needed); 0 turns the cache off."},
     {"--disable-cache", "", "", Kind::kIgnored, "", 0,
      "Accepted, sets nothing: horovodrun's flag re-runs its cached pre-launch checks, and "
      "hvdrun caches none (the response cache: --cache-capacity 0)."},
