@@ -459,11 +459,13 @@ TEST(HandleState, SpinningWaitSeesCompletionAndKeepsTheTimeout) {
   HandleState::SetWaitSpin(std::chrono::milliseconds(20));
   for (const auto delay : {std::chrono::milliseconds(1), std::chrono::milliseconds(60)}) {
     auto h = std::make_shared<HandleState>(1, nullptr);
+    // Before the completer starts its sleep: taken after, the completion
+    // could come less than `delay` after it (seen: 0.9 ms of 1).
+    const auto start = Clock::now();
     std::thread completer([h, delay] {
       std::this_thread::sleep_for(delay);
       h->Complete(Status::Backend("done"));
     });
-    const auto start = Clock::now();
     EXPECT_EQ(h->Wait(10000).code(), Code::kBackend);
     EXPECT_GE(Clock::now() - start, delay);
     completer.join();
