@@ -224,7 +224,7 @@ std::vector<std::string> Names(const std::string& prefix, int n) {
 
 // More tensors per step than slots, in the same order every step (LRU hits
 // none of them): the slots hit every step keep their place, and the
-// refusals for them say the cache is too small.
+// turned-away tensors coming back say the cache is too small.
 TEST(ResponseCache, KeepsSlotsHitEveryStepWhenTensorsOutnumberThem) {
   ResponseCache cache(64);
   const std::vector<std::string> step = Names("t", 96);
