@@ -65,7 +65,7 @@ int ResponseCache::Put(const Response& response, const Request& request, int* ev
   if (free_.empty() && recurring && capacity_ < max_capacity_ &&
       recurring_this_lap_ >= std::max(1, capacity_ / 8)) {
     recurring_this_lap_ = 0;
-    Grow(capacity_ > max_capacity_ / 2 ? max_capacity_ : 2 * capacity_);
+    Grow(capacity_ + 1);
   }
   if (free_.empty()) {
     const int pos = hand_;
@@ -89,11 +89,7 @@ int ResponseCache::Put(const Response& response, const Request& request, int* ev
 
 void ResponseCache::PutAt(int pos, const Response& response, const Request& request) {
   if (pos < 0 || pos >= max_capacity_) return;
-  if (pos >= capacity_) {
-    int grown = capacity_;
-    while (grown <= pos) grown = grown > max_capacity_ / 2 ? max_capacity_ : 2 * grown;
-    Grow(grown);
-  }
+  if (pos >= capacity_) Grow(pos + 1);
   const int old = by_name_.Find(request.name);
   if (old >= 0) Erase(old);
   Erase(pos);
@@ -113,9 +109,11 @@ void ResponseCache::Touch(int position) {
   marks_[static_cast<size_t>(position)] = 1;
 }
 
-void ResponseCache::Grow(int capacity) {
+void ResponseCache::Grow(int at_least) {
   const int from = capacity_;
-  capacity_ = capacity < max_capacity_ ? capacity : max_capacity_;
+  while (capacity_ < at_least && capacity_ < max_capacity_) {
+    capacity_ = capacity_ > max_capacity_ / 2 ? max_capacity_ : std::max(1, 2 * capacity_);
+  }
   const auto n = static_cast<size_t>(capacity_);
   slots_.resize(n);
   keys_.resize(n);

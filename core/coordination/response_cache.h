@@ -113,8 +113,9 @@ class ResponseCache {
   // Remembers `name` as refused or evicted, forgetting the oldest beyond
   // max_ghosts_.
   void AddGhost(const std::string& name);
-  // Adds free slots up to `capacity` (at most max_capacity_).
-  void Grow(int capacity);
+  // Doubles the slots (at most to max_capacity_) until there are at least
+  // `at_least`; the new ones are free. Coordinator and members double alike.
+  void Grow(int at_least);
 
   // Per slot: set by a Put or a hit, cleared by the hand. Dense bytes, one
   // write per hit, where a list's nodes went cold.
