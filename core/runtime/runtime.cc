@@ -14,6 +14,7 @@
 #include "core/dataplane/build.h"
 #include "core/rendezvous/socket_util.h"
 #include "core/runtime/set_loop.h"
+#include "core/runtime/settings_agreement.h"
 
 namespace hvd {
 namespace {
@@ -88,22 +89,28 @@ Status ChooseBackends(const InitArgs& args, const Config& config, const BackendE
   return Status::OK();
 }
 
-// The world's communicators; one shared Comm when both backends are the same.
-Status CreateComms(const InitArgs& args, const Config& config, const BackendEntry& ctrl_entry,
-                   const BackendEntry& data_entry, std::shared_ptr<Comm>* ctrl,
-                   std::shared_ptr<Comm>* data) {
+// A world communicator of `entry`'s backend.
+Status CreateWorldComm(const InitArgs& args, const Config& config, const BackendEntry& entry,
+                       std::shared_ptr<Comm>* out) {
   CommInitArgs cargs;
   cargs.config = &config;
   cargs.use_mpi_comm = args.use_mpi_comm;
   cargs.mpi_comm = args.mpi_comm;
-  std::unique_ptr<Comm> ctrl_comm, data_comm;
-  HVD_RETURN_IF_ERROR(ctrl_entry.create_world(cargs, &ctrl_comm));
-  *ctrl = std::shared_ptr<Comm>(std::move(ctrl_comm));
-  *data = *ctrl;
+  std::unique_ptr<Comm> comm;
+  HVD_RETURN_IF_ERROR(entry.create_world(cargs, &comm));
+  *out = std::shared_ptr<Comm>(std::move(comm));
+  return Status::OK();
+}
+
+// The world's CPU-operations communicator: the controller's when both
+// backends are the same.
+Status CreateDataComm(const InitArgs& args, const Config& config, const BackendEntry& ctrl_entry,
+                      const BackendEntry& data_entry, const std::shared_ptr<Comm>& ctrl,
+                      std::shared_ptr<Comm>* data) {
+  *data = ctrl;
   if (&data_entry == &ctrl_entry) return Status::OK();
-  HVD_RETURN_IF_ERROR(data_entry.create_world(cargs, &data_comm));
-  *data = std::shared_ptr<Comm>(std::move(data_comm));
-  if ((*data)->size() != (*ctrl)->size() || (*data)->rank() != (*ctrl)->rank()) {
+  HVD_RETURN_IF_ERROR(CreateWorldComm(args, config, data_entry, data));
+  if ((*data)->size() != ctrl->size() || (*data)->rank() != ctrl->rank()) {
     return Status::Invalid("the controller and CPU-operations backends disagree on rank/size");
   }
   return Status::OK();
@@ -167,17 +174,24 @@ Status Runtime::CreateWorld(const InitArgs& args, std::unique_ptr<ProcessSet>* o
   const BackendEntry* data_entry = nullptr;
   HVD_RETURN_IF_ERROR(ChooseBackends(args, config_, &ctrl_entry, &data_entry));
   auto world = std::make_unique<ProcessSet>();
-  HVD_RETURN_IF_ERROR(CreateComms(args, config_, *ctrl_entry, *data_entry, &world->controller_comm,
-                                  &world->data_comm));
+  HVD_RETURN_IF_ERROR(CreateWorldComm(args, config_, *ctrl_entry, &world->controller_comm));
   // A caller's own communicator and elastic rounds may legitimately hold one rank.
   if (!args.use_mpi_comm && !config_.elastic) {
     HVD_RETURN_IF_ERROR(CheckNotAlone(config_.launch, world->controller_comm->size(),
                                       FindBackend(BackendChoice::kMpi) != nullptr));
   }
   HVD_RETURN_IF_ERROR(ComputeTopology(world->controller_comm.get()));
-  if (topo_.cross_size == 1 && !config_.allreduce_chunk_bytes_fixed) {
+  // Every rank on one host (not cross_size == 1: with uneven hosts a rank
+  // beyond the others' local sizes has no cross peers, but its set does).
+  const bool one_host = std::all_of(hosts_.begin(), hosts_.end(),
+                                    [this](const std::string& h) { return h == hosts_[0]; });
+  if (one_host && !config_.allreduce_chunk_bytes_fixed) {
     config_.allreduce_chunk_bytes = HostLocalChunkBytes();
   }
+  // Before anything else collective: a rank set up otherwise would hang it.
+  HVD_RETURN_IF_ERROR(CheckRanksShareSettings(*world->controller_comm, config_, data_entry->name));
+  HVD_RETURN_IF_ERROR(CreateDataComm(args, config_, *ctrl_entry, *data_entry,
+                                     world->controller_comm, &world->data_comm));
   for (int r = 0; r < topo_.size; ++r) world->ranks.push_back(r);
   HVD_RETURN_IF_ERROR(MakeDataPlane(*world, "world"));
   HVD_RETURN_IF_ERROR(OpenChannel(*world, "world"));

@@ -11,6 +11,8 @@
 #   check_fault.sh gloo-idle V    HVDRUN FAULT_TEST          (np 3)
 #   check_fault.sh gloo-end A     HVDRUN FAULT_TEST          (np 3)
 #   check_fault.sh mpi-end A      FAULT_TEST MPIRUN [FLAGS]  (np 3)
+#   check_fault.sh gloo-agree VAR=VALUE  HVDRUN FAULT_TEST         (np 2)
+#   check_fault.sh mpi-agree VAR=VALUE   FAULT_TEST MPIRUN [FLAGS] (np 2)
 #
 # Exit 0 when every expectation holds; otherwise prints the job's output and
 # what was missing.
@@ -204,6 +206,30 @@ case $mode in
       has '\[1,0\]<stdout>:FT rank=0 op=waited status=HVD_ERR_SHUT_DOWN .*shut down by rank 1'
     expect "a later op got HVD_ERR_SHUT_DOWN" has '\[1,0\]<stdout>:FT rank=0 op=later status=HVD_ERR_SHUT_DOWN'
     expect "mpirun exits 0" test "$rc" -eq 0
+    ;;
+  gloo-agree | mpi-agree)
+    # Rank 1 alone runs with VAR=VALUE: hvd_init must fail on both ranks
+    # within seconds, naming VAR, each value and its rank (it hung before).
+    setting=$1
+    var=${setting%%=*}
+    if [ "$mode" = gloo-agree ]; then
+      hvdrun=$2 prog=$3
+      run_job 60 "$hvdrun" -np 2 sh -c \
+        'if [ "$HVD_RANK" = 1 ]; then export "$1"; fi; exec "$2" agree' sh "$setting" "$prog"
+      tag='^\[%d\]<stdout>:'
+    else
+      prog=$2 mpirun=$3
+      shift 3
+      run_job 60 "$mpirun" "$@" --tag-output -np 1 "$prog" agree : -np 1 -x "$setting" "$prog" agree
+      tag='\[1,%d\]<stdout>:'
+    fi
+    for r in 0 1; do
+      # shellcheck disable=SC2059
+      expect "rank $r's hvd_init failed naming $var and both ranks' values" \
+        has "$(printf "$tag" "$r")FT init status=HVD_ERR_INVALID_ARGUMENT .*ranks disagree on $var: [^ ]+.* on rank 0, ${setting#*=} on rank 1 \(this is rank $r\)"
+    done
+    expect "no rank got past hvd_init" sh -c "! grep -q 'op=agree' '$out'"
+    expect "the job ended within 30 s, failed" test "$rc" -ne 0 -a "$secs" -lt 30
     ;;
   mpi-kill)
     prog=$1 mpirun=$2

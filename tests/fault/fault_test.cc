@@ -29,6 +29,10 @@
 //                        submissions must fail at once, at submit, with
 //                        HVD_ERR_PEER_LOST naming rank V (not be queued to
 //                        fail at the wait). Any number of ranks.
+//   fault_test agree     reports how hvd_init ends ("FT init status=..."),
+//                        and if it succeeds how one allreduce does: the
+//                        launcher gives one rank a setting the others lack
+//                        (core/runtime/settings_agreement.h).
 //
 // Reports are single lines "FT <key>=<value> ..." written with write(2) so
 // they leave the process at once: hvdrun stops the job a few seconds after
@@ -280,6 +284,22 @@ int Order() {
   return 3;
 }
 
+int Agree() {
+  IgnoreTerm();  // both ranks fail together; the launcher must not cut the second's report
+  const int64_t t0 = NowMs();
+  const hvd_status s = hvd_init();
+  Say("FT init status=" + Str(s) + " elapsed_ms=" + std::to_string(NowMs() - t0) +
+      " message=" + (s == HVD_OK ? "" : hvd_last_error()));
+  if (s != HVD_OK) return 1;
+  Buf a(kCount, 1.0f);
+  hvd_handle h = 0;
+  hvd_status w = hvd_allreduce_async("agree", &a.dl, &a.dl, HVD_OP_SUM, nullptr, &h);
+  if (w == HVD_OK) w = hvd_wait(h, 10000);
+  Report("agree", w, t0);
+  hvd_shutdown();
+  return w == HVD_OK ? 0 : 1;
+}
+
 int End(int victim, const std::string& action) {
   const int rank = hvd_rank();
   // Before the error: the launcher's SIGTERM may come at once after it.
@@ -372,12 +392,13 @@ int Idle(int victim) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode != "kill" && mode != "shutdown" && mode != "stop" && mode != "end" && mode != "order" &&
-      mode != "idle") {
+      mode != "idle" && mode != "agree") {
     std::fprintf(stderr,
                  "usage: fault_test kill [VICTIM] | shutdown | stop VICTIM mid|before | end VICTIM "
-                 "exit0|exit1|shutdown|compute|mixed | order | idle VICTIM\n");
+                 "exit0|exit1|shutdown|compute|mixed | order | idle VICTIM | agree\n");
     return 2;
   }
+  if (mode == "agree") return Agree();
   if (hvd_init() != HVD_OK) {
     std::fprintf(stderr, "hvd_init: %s\n", hvd_last_error());
     return 1;
