@@ -13,6 +13,7 @@
 #   check_fault.sh mpi-end A      FAULT_TEST MPIRUN [FLAGS]  (np 3)
 #   check_fault.sh gloo-agree VAR=VALUE  HVDRUN FAULT_TEST         (np 2)
 #   check_fault.sh mpi-agree VAR=VALUE   FAULT_TEST MPIRUN [FLAGS] (np 2)
+#   check_fault.sh mpi-late       FAULT_TEST MPIRUN [FLAGS]  (np 2)
 #
 # Exit 0 when every expectation holds; otherwise prints the job's output and
 # what was missing.
@@ -230,6 +231,22 @@ case $mode in
     done
     expect "no rank got past hvd_init" sh -c "! grep -q 'op=agree' '$out'"
     expect "the job ended within 30 s, failed" test "$rc" -ne 0 -a "$secs" -lt 30
+    ;;
+  mpi-late)
+    # Rank 1 reaches hvd_init 4 s late: rank 0 waits in MPI_Init_thread,
+    # which has no deadline, and must say so every second, then both run.
+    prog=$1 mpirun=$2
+    shift 2
+    HVD_STALL_CHECK_TIME_SECONDS=1 run_job 60 "$mpirun" "$@" -x HVD_STALL_CHECK_TIME_SECONDS \
+      --tag-output -np 2 "$prog" late 4
+    expect "rank 0 said it waits in MPI_Init_thread for every rank, naming itself" \
+      has '\[1,0\]<stderr>:.*WARNING: hvd_init: MPI_Init_thread has waited [1-3] s for every rank of the job to call it \(this is rank 0 of the launcher.s 2\)'
+    expect "rank 1 did not (it was not waiting)" sh -c "! grep -q '\[1,1\]<stderr>:.*has waited' '$out'"
+    for r in 0 1; do
+      expect "rank $r's hvd_init and allreduce succeeded" \
+        has "\[1,$r\]<stdout>:FT rank=$r op=agree status=HVD_OK"
+    done
+    expect "mpirun exits 0" test "$rc" -eq 0
     ;;
   mpi-kill)
     prog=$1 mpirun=$2

@@ -33,6 +33,8 @@
 //                        and if it succeeds how one allreduce does: the
 //                        launcher gives one rank a setting the others lack
 //                        (core/runtime/settings_agreement.h).
+//   fault_test late S    the same, but the launcher's rank 1 sleeps S
+//                        seconds before hvd_init: the others wait in it.
 //
 // Reports are single lines "FT <key>=<value> ..." written with write(2) so
 // they leave the process at once: hvdrun stops the job a few seconds after
@@ -284,8 +286,13 @@ int Order() {
   return 3;
 }
 
-int Agree() {
+int Agree(double delay_s) {
   IgnoreTerm();  // both ranks fail together; the launcher must not cut the second's report
+  const char* launcher_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!launcher_rank) launcher_rank = std::getenv("HVD_RANK");
+  if (delay_s > 0 && launcher_rank && std::atoi(launcher_rank) == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(delay_s * 1000)));
+  }
   const int64_t t0 = NowMs();
   const hvd_status s = hvd_init();
   Say("FT init status=" + Str(s) + " elapsed_ms=" + std::to_string(NowMs() - t0) +
@@ -392,13 +399,14 @@ int Idle(int victim) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode != "kill" && mode != "shutdown" && mode != "stop" && mode != "end" && mode != "order" &&
-      mode != "idle" && mode != "agree") {
+      mode != "idle" && mode != "agree" && mode != "late") {
     std::fprintf(stderr,
                  "usage: fault_test kill [VICTIM] | shutdown | stop VICTIM mid|before | end VICTIM "
-                 "exit0|exit1|shutdown|compute|mixed | order | idle VICTIM | agree\n");
+                 "exit0|exit1|shutdown|compute|mixed | order | idle VICTIM | agree | late S\n");
     return 2;
   }
-  if (mode == "agree") return Agree();
+  if (mode == "agree") return Agree(0);
+  if (mode == "late") return Agree(argc > 2 ? std::atof(argv[2]) : 3);
   if (hvd_init() != HVD_OK) {
     std::fprintf(stderr, "hvd_init: %s\n", hvd_last_error());
     return 1;

@@ -1,6 +1,8 @@
 // Creating the MPI world: initialise MPI (thread-multiple when possible)
 // unless the application already did, and duplicate the communicator so
 // hvd's traffic never matches the application's own messages.
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -8,6 +10,7 @@
 #include "core/backends/mpi/mpi_tcp_defaults.h"
 #include "core/backends/registry.h"
 #include "core/common/logging.h"
+#include "core/common/wait_notice.h"
 
 namespace hvd {
 namespace {
@@ -35,6 +38,28 @@ Status CheckPmi(const LaunchEnv& env) {
       "Gloo");
 }
 
+// Both MPI_Init_thread and the first MPI_Comm_dup return only once every
+// rank of `ranks` has called them: a rank that never reaches hvd_init holds
+// the others there, with no deadline MPI would honour. They say so every
+// HVD_STALL_CHECK_TIME_SECONDS (rank unknown yet: the launcher's is named).
+WaitNotice InitWaitNotice(const Config& config, const char* call, const char* ranks) {
+  const double period_s = config.stall_check_disabled ? 0 : config.stall_check_seconds;
+  std::string who;
+  if (config.launch.has_rank) {
+    who = " (this is rank " + std::to_string(config.launch.rank) + " of the launcher's " +
+          std::to_string(config.launch.size) + ")";
+  }
+  return WaitNotice(std::chrono::milliseconds(static_cast<int64_t>(period_s * 1000)),
+                    [call = std::string(call), ranks = std::string(ranks), who](double waited) {
+                      HVD_LOG(kWarning)
+                          << "hvd_init: " << call << " has waited " << static_cast<int>(waited)
+                          << " s for every rank of " << ranks << " to call it" << who
+                          << "; a rank that has not reached hvd_init (still starting or "
+                             "loading, or stuck before it) holds up the others "
+                             "(HVD_STALL_CHECK_TIME_SECONDS)";
+                    });
+}
+
 Status EnsureMpiInitialized(const Config& config) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -49,9 +74,12 @@ Status EnsureMpiInitialized(const Config& config) {
     if (PreferDuplexTcp()) {
       HVD_LOG(kDebug) << "MPI: btl_tcp_flags=send (full-duplex TCP across hosts)";
     }
-    if (MPI_Init_thread(nullptr, nullptr, wanted, &g_thread_level) != MPI_SUCCESS) {
-      return Status::Backend("MPI_Init_thread failed");
+    int rc = MPI_SUCCESS;
+    {
+      const WaitNotice notice = InitWaitNotice(config, "MPI_Init_thread", "the job");
+      rc = MPI_Init_thread(nullptr, nullptr, wanted, &g_thread_level);
     }
+    if (rc != MPI_SUCCESS) return Status::Backend("MPI_Init_thread failed");
     g_we_initialized = true;
     // MPI cannot be initialised twice, so hvd_shutdown keeps it alive and
     // it is finalised when the process exits.
@@ -89,7 +117,13 @@ Status CreateMpiWorld(const CommInitArgs& args, std::unique_ptr<Comm>* out) {
   }
   if (!args.use_mpi_comm) HVD_RETURN_IF_ERROR(CheckNotASingleton(config.launch));
   MPI_Comm dup = MPI_COMM_NULL;
-  if (MPI_Comm_dup(base, &dup) != MPI_SUCCESS) {
+  int rc = MPI_SUCCESS;
+  {
+    const WaitNotice notice = InitWaitNotice(
+        config, "MPI_Comm_dup", args.use_mpi_comm ? "the communicator given" : "MPI_COMM_WORLD");
+    rc = MPI_Comm_dup(base, &dup);
+  }
+  if (rc != MPI_SUCCESS) {
     return Status::Invalid("MPI: MPI_Comm_dup failed (is the communicator handle valid?)");
   }
   *out = std::make_unique<MpiComm>(dup, config.allreduce_chunk_bytes);
