@@ -17,17 +17,9 @@ int64_t RowElements(const std::vector<int64_t>& shape) {
 // "rank 0: [4]; ranks 1, 2: [5]".
 bool Disagree(const std::vector<Request>& qs,
               const std::function<std::string(const Request&)>& value, std::string* detail) {
-  std::vector<std::pair<std::string, std::vector<int>>> groups;
-  for (const auto& q : qs) {
-    std::string v = value(q);
-    auto it =
-        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == v; });
-    if (it == groups.end()) {
-      groups.push_back({v, {q.rank}});
-    } else {
-      it->second.push_back(q.rank);
-    }
-  }
+  std::vector<std::pair<int, std::string>> rank_values;
+  for (const auto& q : qs) rank_values.emplace_back(q.rank, value(q));
+  const auto groups = GroupRanksByValue(rank_values);
   if (groups.size() <= 1) return false;
   detail->clear();
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -149,6 +141,21 @@ std::string RankList(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
   return s;
+}
+
+std::vector<std::pair<std::string, std::vector<int>>> GroupRanksByValue(
+    const std::vector<std::pair<int, std::string>>& rank_values) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (const auto& rv : rank_values) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == rv.second; });
+    if (it == groups.end()) {
+      groups.push_back({rv.second, {rv.first}});
+    } else {
+      it->second.push_back(rv.first);
+    }
+  }
+  return groups;
 }
 
 Response DecideResponse(const std::string& name, std::vector<Request> qs,

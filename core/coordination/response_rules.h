@@ -7,6 +7,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/coordination/message.h"
@@ -31,5 +32,10 @@ Status CheckPeerRequest(const Request& q, int set_size);
 
 // "1, 2, 5"
 std::string RankList(const std::vector<int>& ranks);
+
+// (rank, value) pairs grouped by value: each value once, in order of first
+// appearance, with its ranks in the order given.
+std::vector<std::pair<std::string, std::vector<int>>> GroupRanksByValue(
+    const std::vector<std::pair<int, std::string>>& rank_values);
 
 }  // namespace hvd

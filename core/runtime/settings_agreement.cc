@@ -87,16 +87,13 @@ Status CompareSettings(const std::vector<std::string>& per_rank, int my_rank) {
     values.emplace_back(pairs.begin(), pairs.end());
   }
   for (const auto& setting : Decode(per_rank[0])) {
-    // Values in order of first appearance, each with its ranks.
-    std::vector<std::pair<std::string, std::vector<int>>> groups;
+    std::vector<std::pair<int, std::string>> rank_values;
     for (size_t r = 0; r < values.size(); ++r) {
       const auto it = values[r].find(setting.first);
-      const std::string v = it == values[r].end() ? "(not compared by its build)" : it->second;
-      size_t g = 0;
-      while (g < groups.size() && groups[g].first != v) ++g;
-      if (g == groups.size()) groups.push_back({v, {}});
-      groups[g].second.push_back(static_cast<int>(r));
+      rank_values.emplace_back(static_cast<int>(r),
+                               it == values[r].end() ? "(not compared by its build)" : it->second);
     }
+    const auto groups = GroupRanksByValue(rank_values);
     if (groups.size() == 1) continue;
     std::string detail;
     for (size_t g = 0; g < groups.size(); ++g) {
