@@ -21,6 +21,9 @@ hvd_status hvd_get_stats(hvd_stats* stats) {
     s.shm_chosen_calls = now.shm_chosen_calls;
     s.shm_streamed_calls = now.shm_streamed_calls;
     s.shm_mapped_calls = now.shm_mapped_calls;
+    s.waits = now.waits;
+    s.wait_ns = now.wait_ns;
+    s.wait_negotiating_ns = now.wait_negotiating_ns;
     // An older caller's smaller struct gets the fields it knows of.
     const size_t n = std::min(stats->struct_size, sizeof(hvd_stats)) - sizeof(size_t);
     std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size_t),

@@ -88,6 +88,18 @@ def main():
     log("Img/sec per CPU: %.1f +-%.1f" % (mean, conf))
     log("Total img/sec on %d CPU(s): %.1f +-%.1f" % (size, size * mean, size * conf))
     if args.mode == "ddp":
+        # DDP's own timing (torch samples every one of the first 10 steps,
+        # warm-up included): communication still running after backward's
+        # compute ended, waiting for slower ranks included (DDP cannot tell
+        # the two apart).
+        d = model._get_ddp_logging_data()
+        comm, overlap = d.get("avg_backward_comm_time"), d.get("avg_backward_compute_comm_overlap_time")
+        if comm is not None and overlap is not None:
+            step = args.batch_size / mean
+            print("ddp_comm rank %d: step %.3f s, backward communication %.4f s a step, %.4f s of it "
+                  "after backward's compute (slower ranks included), not hidden %.2f%%"
+                  % (rank, step, comm / 1e9, (comm - overlap) / 1e9,
+                     100 * (comm - overlap) / 1e9 / step), flush=True)
         dist.destroy_process_group()
 
 

@@ -196,6 +196,9 @@ struct Stats {
   uint64_t shm_chosen_calls = 0;
   uint64_t shm_streamed_calls = 0;
   uint64_t shm_mapped_calls = 0;
+  uint64_t waits = 0;
+  uint64_t wait_ns = 0;
+  uint64_t wait_negotiating_ns = 0;
 };
 Stats GetStats();  // at any time
 Status StartTimeline(const std::string& path, bool mark_cycles);

@@ -2,6 +2,7 @@
 #include "core/api/api.h"
 #include "core/common/traffic.h"
 #include "core/runtime/runtime.h"
+#include "core/tensor/wait_totals.h"
 
 namespace hvd {
 namespace api {
@@ -14,6 +15,9 @@ Stats GetStats() {
   s.shm_chosen_calls = Traffic().shm_chosen.load(std::memory_order_relaxed);
   s.shm_streamed_calls = Traffic().shm_streamed.load(std::memory_order_relaxed);
   s.shm_mapped_calls = Traffic().shm_mapped.load(std::memory_order_relaxed);
+  s.waits = Waits().waits.load(std::memory_order_relaxed);
+  s.wait_ns = Waits().ns.load(std::memory_order_relaxed);
+  s.wait_negotiating_ns = Waits().negotiating_ns.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "core/common/logging.h"
 #include "core/ops/op.h"
 #include "core/runtime/runtime.h"
+#include "core/tensor/wait_totals.h"
 #ifdef HVD_HAVE_CUDA
 #include "core/gpu/gpu_exec.h"
 #endif
@@ -37,6 +38,14 @@ constexpr milliseconds kLongWait{20};
 // An idle coordinator polling MPI still drains its channel this often, so a
 // member's shutdown (or a stall report) is answered without local work.
 constexpr milliseconds kIdleTick{100};
+
+// Every rank has submitted these: their waits from now on are for the data.
+void MarkStarted(const std::vector<TensorEntry*>& entries) {
+  const int64_t now = SteadyNs();
+  for (TensorEntry* e : entries) {
+    if (e && e->handle) e->handle->MarkStarted(now);
+  }
+}
 
 bool IsFatal(Code c) {
   return c == Code::kPeerLost || c == Code::kBackend || c == Code::kTimeout;
@@ -575,6 +584,7 @@ Status SetLoop::Execute(const Response& response) {
     const std::vector<TensorEntry*>& entries;
     ~Recycle() { queue.Recycle(entries); }
   } const recycle{ps_.queue, entries};
+  MarkStarted(entries);
   FlightRecorder& flight = runtime_.flight();
   if (flight.on()) {
     const auto now = FlightRecorder::Now();

@@ -6,6 +6,7 @@
 
 #include "core/common/futex.h"
 #include "core/common/spin_lock.h"
+#include "core/tensor/wait_totals.h"
 
 namespace hvd {
 namespace {
@@ -160,6 +161,15 @@ bool HandleState::WaitDriving(std::chrono::nanoseconds spin, int64_t timeout_ms)
 Status HandleState::Wait(int64_t timeout_ms, bool* timed_out) {
   // The common case after a batch: done already, no lock, no deadline.
   if (done_.load(std::memory_order_acquire)) return status_;
+  // Point-to-point messages are not negotiated; a zero timeout is a poll.
+  if (poller_ || timeout_ms == 0) return Block(timeout_ms, timed_out);
+  const int64_t begin = SteadyNs();
+  Status s = Block(timeout_ms, timed_out);
+  CountWait(begin, SteadyNs(), started_ns_.load(std::memory_order_relaxed));
+  return s;
+}
+
+Status HandleState::Block(int64_t timeout_ms, bool* timed_out) {
   if (poller_ && timeout_ms != 0 && WaitPolling()) return status_;
   using Clock = std::chrono::steady_clock;
   const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);

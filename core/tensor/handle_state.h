@@ -84,8 +84,13 @@ class HandleState {
   Status Poll();
   // timeout_ms < 0 waits forever. On timeout returns Code::kTimeout and sets
   // *timed_out (when given): the operation's own status may be kTimeout too.
+  // A wait on a collective that blocks counts in Waits() (wait_totals.h).
   Status Wait(int64_t timeout_ms, bool* timed_out = nullptr);
   bool done();
+  // When a collective of this handle started to run, every rank having
+  // submitted it (SteadyNs; the last of a grouped handle's): splits a wait
+  // into time for slower ranks and time for data.
+  void MarkStarted(int64_t steady_ns) { started_ns_.store(steady_ns, std::memory_order_relaxed); }
 
   // Result of tensor i (0 <= i < num_results()); written only by the
   // background thread before completion and read by callers after it.
@@ -115,6 +120,8 @@ class HandleState {
   // last. Lock-free unless `s` is an error: every tensor of a training step
   // comes through here.
   bool Finish(const Status& s, bool* wake, Callback* cb);
+  // Wait, uncounted.
+  Status Block(int64_t timeout_ms, bool* timed_out);
   // Wait's first part for handles with a poller: polls for a short while;
   // true once done.
   bool WaitPolling();
@@ -138,6 +145,7 @@ class HandleState {
   std::atomic<uint32_t> done_{0};
   std::atomic<int> waiters_{0};  // threads blocked in Wait (skip futile wake-ups)
   std::atomic<bool> failed_{false};
+  std::atomic<int64_t> started_ns_{0};
   Status error_;   // the first error (under mu_)
   Status status_;  // written once, by the finishing completion
   Callback callback_;

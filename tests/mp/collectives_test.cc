@@ -850,6 +850,36 @@ TEST(Stats, CountAllreducedBytesAndCollectives) {
   }
 }
 
+// hvd_wait's time is counted and split where the collective started: the
+// last rank submits 300 ms late, so every other rank's one wait spends at
+// least 250 ms negotiating (waiting for it) and the late rank's almost none.
+TEST(Stats, WaitsSplitSlowerRanksFromData) {
+  hvd_stats a{};
+  a.struct_size = sizeof a;
+  hvd_stats b = a;
+  Tensor x(T::f32, {1 << 16}), xo(T::f32, {1 << 16});
+  for (int64_t i = 0; i < x.n(); ++i) x.Set(i, V(R(), i));
+  ASSERT_EQ(Allreduce("stats.warm", x, xo, HVD_OP_SUM), HVD_OK) << hvd_last_error();
+  const bool late = R() == N() - 1;
+  ASSERT_EQ(hvd_get_stats(&a), HVD_OK);
+  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(Allreduce("stats.wait", x, xo, HVD_OP_SUM), HVD_OK) << hvd_last_error();
+  ASSERT_EQ(hvd_get_stats(&b), HVD_OK);
+  for (int64_t i = 0; i < xo.n(); ++i) ASSERT_EQ(xo.Get(i), Expected(HVD_OP_SUM, i, T::f32)) << i;
+  const uint64_t negotiating = b.wait_negotiating_ns - a.wait_negotiating_ns;
+  EXPECT_LE(b.waits - a.waits, 1u);
+  EXPECT_LE(negotiating, b.wait_ns - a.wait_ns);
+  if (late) {
+    EXPECT_LT(negotiating, 250'000'000u) << "the late rank waited for no one";
+  } else {
+    EXPECT_EQ(b.waits - a.waits, 1u);
+    EXPECT_GE(negotiating, 250'000'000u);
+    // Then it waited for the data, briefly: the collective's start was marked.
+    EXPECT_GT(b.wait_ns - a.wait_ns - negotiating, 0u);
+    EXPECT_LT(b.wait_ns - a.wait_ns - negotiating, 250'000'000u);
+  }
+}
+
 // Tensors in hvd_alloc_shared memory on every rank: five adjacent views of
 // one buffer (as a bucket of gradients) summed in place as a group, and one
 // of them reduced out of place into another shared buffer: exact results.

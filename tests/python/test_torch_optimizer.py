@@ -187,6 +187,35 @@ def test_gradients_in_shared_buffers_move_two_bytes_per_byte(world):
         assert step_stats() == (pytest.approx(2.0, abs=1e-3), 1.0)
 
 
+def test_stats_split_the_step_wait_into_slower_ranks_and_data(world):
+    """hvd.get_stats(): the last rank starts backward 0.3 s late, so the
+    others' step() waits at least 0.25 s for it (wait_negotiating_ns) and the
+    late rank's wait for no one."""
+    import time
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters())
+    model(torch.ones(2, 5)).sum().backward()
+    opt.step()  # a first step, untimed
+    opt.zero_grad()
+    before = hvd.get_stats()
+    assert set(before) == {"allreduced_bytes", "host_bytes_moved", "host_allreduces",
+                           "shm_chosen_calls", "shm_streamed_calls", "shm_mapped_calls", "waits",
+                           "wait_ns", "wait_negotiating_ns"}
+    late = hvd.rank() == hvd.size() - 1
+    if late:
+        time.sleep(0.3)
+    model(torch.ones(2, 5)).sum().backward()
+    opt.step()
+    after = hvd.get_stats()
+    d = {k: after[k] - before[k] for k in before}
+    assert d["wait_negotiating_ns"] <= d["wait_ns"]
+    if late:
+        assert d["wait_negotiating_ns"] < 250e6, d
+    else:
+        assert d["waits"] >= 1 and d["wait_negotiating_ns"] >= 250e6, d
+
+
 def test_hooks_start_allreduce_during_backward(world):
     model = make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))

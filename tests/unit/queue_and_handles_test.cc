@@ -19,6 +19,7 @@
 #include "core/runtime/loop_progress.h"
 #include "core/runtime/pending_entries.h"
 #include "core/runtime/tensor_queue.h"
+#include "core/tensor/wait_totals.h"
 
 namespace hvd {
 namespace {
@@ -425,6 +426,49 @@ TEST(HandleState, GroupFinishesOnceWithTheFirstError) {
   EXPECT_EQ(h.Poll().message(), "first");
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(h.Wait(0).code(), Code::kTimeout);  // the operation's own status
+}
+
+// A wait that blocks counts its time in Waits(), split where the collective
+// started: before it (every rank had not submitted it) "negotiating", the
+// rest waiting for data. A state never started counts all as negotiating;
+// polls, finished states and point-to-point waits count nothing.
+TEST(HandleState, WaitsCountTheirTimeSplitWhereTheCollectiveStarted) {
+  const NoSpinAfter restore;
+  HandleState::SetWaitSpin(std::chrono::nanoseconds(0));
+  auto delta = [](const std::function<void()>& f) {
+    const uint64_t w = Waits().waits, ns = Waits().ns, neg = Waits().negotiating_ns;
+    f();
+    return std::vector<uint64_t>{Waits().waits - w, Waits().ns - ns, Waits().negotiating_ns - neg};
+  };
+  const auto d = delta([] {
+    CountWait(100, 500, 0);    // never started: 400 negotiating
+    CountWait(100, 500, 300);  // started midway: 200
+    CountWait(100, 500, 50);   // started before the wait: 0
+    CountWait(100, 500, 900);  // started after it ended (a timeout): 400
+    CountWait(500, 500, 0);    // no time: not a wait
+  });
+  EXPECT_EQ(d, (std::vector<uint64_t>{4, 1600, 1000}));
+
+  using std::chrono::milliseconds;
+  auto h = std::make_shared<HandleState>(1, nullptr);
+  const auto waited = delta([&] {
+    std::thread finisher([h] {
+      std::this_thread::sleep_for(milliseconds(60));
+      h->MarkStarted(SteadyNs());
+      std::this_thread::sleep_for(milliseconds(40));
+      h->Complete(Status::OK());
+    });
+    EXPECT_TRUE(h->Wait(10000).ok());
+    finisher.join();
+  });
+  EXPECT_EQ(waited[0], 1u);
+  EXPECT_GE(waited[1], 100'000'000u);
+  EXPECT_GE(waited[2], 60'000'000u);
+  EXPECT_GE(waited[1] - waited[2], 40'000'000u);
+  EXPECT_EQ(delta([&] { EXPECT_TRUE(h->Wait(10000).ok()); }), (std::vector<uint64_t>(3, 0)));
+  auto unfinished = std::make_shared<HandleState>(1, nullptr);
+  EXPECT_EQ(delta([&] { EXPECT_EQ(unfinished->Wait(0).code(), Code::kTimeout); }),
+            (std::vector<uint64_t>(3, 0)));
 }
 
 // Completion is lock-free; a thread that sleeps in Wait must still be woken

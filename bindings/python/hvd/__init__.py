@@ -17,7 +17,7 @@ from ._errors import (HvdAlreadyInitializedError, HvdBackendError, HvdError, Hvd
                       HvdInvalidArgument, HvdMismatchError, HvdNotInitializedError,
                       HvdPeerLostError, HvdShutdownError, HvdTimeoutError, HvdUnsupportedError)
 from ._handle import Handle
-from .basics import dump_flight_record
+from .basics import dump_flight_record, get_stats
 from .basics import (cross_rank, cross_size, cuda_built, gloo_built, gloo_enabled, init,
                      is_homogeneous, is_initialized, local_rank, local_size, mpi_built,
                      mpi_enabled, mpi_threads_supported, nccl_built, rank, shutdown, size,

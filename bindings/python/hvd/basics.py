@@ -140,3 +140,19 @@ def dump_flight_record(path=None):
     docs/fault-tolerance.md) to `path`, or to
     $HVD_FLIGHT_RECORDER_DIR/hvd_flight.rank<N>.json when None."""
     check(_c.hvd_dump_flight_record(path))
+
+
+_STATS_FIELDS = ("allreduced_bytes", "host_bytes_moved", "host_allreduces", "shm_chosen_calls",
+                 "shm_streamed_calls", "shm_mapped_calls", "waits", "wait_ns",
+                 "wait_negotiating_ns")
+
+
+def get_stats():
+    """hvd_get_stats as a dict: this process's counters since it loaded hvd
+    (docs/c-api.md). Differences across a training step: wait_ns -
+    wait_negotiating_ns is the communication synchronize() waited for, not
+    hidden behind backward; wait_negotiating_ns, the wait for slower ranks."""
+    s = _c.hvd_stats()
+    s.struct_size = 8 * (1 + len(_STATS_FIELDS))  # size_t, then uint64_t fields
+    check(_c.hvd_get_stats(s))
+    return {f: int(getattr(s, f)) for f in _STATS_FIELDS}

@@ -382,29 +382,39 @@ HVD_API hvd_status hvd_free_shared(void* ptr);
 
 /* Counters of this process since it first loaded hvd (not reset by init). */
 typedef struct hvd_stats {
-  size_t struct_size;          /* sizeof(hvd_stats), set by the caller */
-  uint64_t allreduced_bytes;   /* bytes of host tensors allreduced */
-  uint64_t host_bytes_moved;   /* bytes hvd read and wrote in host memory for
-                                  them: packing, reductions, scaling and
-                                  shared-memory copies (not a transport's
-                                  own copies inside MPI or Gloo) */
-  uint64_t host_allreduces;    /* host allreduce collectives that carried
-                                  them: a fused batch counts once */
-  uint64_t shm_chosen_calls;   /* host-local shared-memory collectives of
-                                  256 KiB or more, where each rank chooses
-                                  plain or streaming stores for what the
-                                  others read (docs/tuning.md) */
-  uint64_t shm_streamed_calls; /* of those, written with streaming stores */
-  uint64_t shm_mapped_calls;   /* host-local allreduces whose tensors lay in
-                                  hvd_alloc_shared buffers on every rank:
-                                  reduced between those buffers, 2 bytes
-                                  through memory per byte instead of 4 */
+  size_t struct_size;           /* sizeof(hvd_stats), set by the caller */
+  uint64_t allreduced_bytes;    /* bytes of host tensors allreduced */
+  uint64_t host_bytes_moved;    /* bytes hvd read and wrote in host memory for
+                                   them: packing, reductions, scaling and
+                                   shared-memory copies (not a transport's
+                                   own copies inside MPI or Gloo) */
+  uint64_t host_allreduces;     /* host allreduce collectives that carried
+                                   them: a fused batch counts once */
+  uint64_t shm_chosen_calls;    /* host-local shared-memory collectives of
+                                   256 KiB or more, where each rank chooses
+                                   plain or streaming stores for what the
+                                   others read (docs/tuning.md) */
+  uint64_t shm_streamed_calls;  /* of those, written with streaming stores */
+  uint64_t shm_mapped_calls;    /* host-local allreduces whose tensors lay in
+                                   hvd_alloc_shared buffers on every rank:
+                                   reduced between those buffers, 2 bytes
+                                   through memory per byte instead of 4 */
+  uint64_t waits;               /* hvd_wait calls on a collective that had not
+                                   finished (with a timeout other than 0) */
+  uint64_t wait_ns;             /* nanoseconds those calls blocked */
+  uint64_t wait_negotiating_ns; /* of wait_ns, the part before the collective
+                                   started: some rank had not submitted it
+                                   yet. wait_ns - wait_negotiating_ns is
+                                   data movement the caller did not hide
+                                   behind its own work */
 } hvd_stats;
 
 /* Fills *stats (up to its struct_size); callable at any time, even before
  * hvd_init. host_bytes_moved / allreduced_bytes is what each allreduced byte
  * costs in memory traffic; host_allreduces per training step, how many
- * collectives tensor fusion made of the step's tensors. */
+ * collectives tensor fusion made of the step's tensors. Across a training
+ * step, wait_ns - wait_negotiating_ns is the communication not hidden behind
+ * backward; wait_negotiating_ns, the time this rank waited for slower ones. */
 HVD_API hvd_status hvd_get_stats(hvd_stats* stats);
 
 /* ---------------------------------------------------------------- flight recorder */

@@ -127,7 +127,7 @@ struct hvd_p2p_op  # sizeof 32
     tag::Cint  # offset 28
 end
 
-struct hvd_stats  # sizeof 56
+struct hvd_stats  # sizeof 80
     struct_size::Csize_t  # offset 0
     allreduced_bytes::UInt64  # offset 8
     host_bytes_moved::UInt64  # offset 16
@@ -135,6 +135,9 @@ struct hvd_stats  # sizeof 56
     shm_chosen_calls::UInt64  # offset 32
     shm_streamed_calls::UInt64  # offset 40
     shm_mapped_calls::UInt64  # offset 48
+    waits::UInt64  # offset 56
+    wait_ns::UInt64  # offset 64
+    wait_negotiating_ns::UInt64  # offset 72
 end
 
 # ------------------------------------------------------------ functions
