@@ -14,6 +14,7 @@
 #   check_fault.sh gloo-agree VAR=VALUE  HVDRUN FAULT_TEST         (np 2)
 #   check_fault.sh mpi-agree VAR=VALUE   FAULT_TEST MPIRUN [FLAGS] (np 2)
 #   check_fault.sh mpi-late       FAULT_TEST MPIRUN [FLAGS]  (np 2)
+#   check_fault.sh gloo-late      HVDRUN FAULT_TEST          (np 2)
 #
 # Exit 0 when every expectation holds; otherwise prints the job's output and
 # what was missing.
@@ -231,6 +232,16 @@ case $mode in
     done
     expect "no rank got past hvd_init" sh -c "! grep -q 'op=agree' '$out'"
     expect "the job ended within 30 s, failed" test "$rc" -ne 0 -a "$secs" -lt 30
+    ;;
+  gloo-late)
+    # Rank 1 reaches hvd_init 12 s late, past a 2 s HVD_GLOO_TIMEOUT_SECONDS:
+    # rank 0's hvd_init fails naming rank 1 as the one that has not joined
+    # (not only its rendezvous key), and hvdrun ends the job.
+    hvdrun=$1 prog=$2
+    HVD_GLOO_TIMEOUT_SECONDS=2 run_job 60 "$hvdrun" -np 2 "$prog" late 12
+    expect "rank 0's hvd_init timed out naming rank 1 as not joined" \
+      has "^\[0\]<stdout>:FT init status=HVD_ERR_TIMEOUT .*Gloo connect \(rank 0 of 2.*: rank 1 of 2 has not joined: not started, or not yet in hvd_init"
+    expect "the job ended before rank 1 reached hvd_init, failed" test "$rc" -ne 0 -a "$secs" -lt 12
     ;;
   mpi-late)
     # Rank 1 reaches hvd_init 4 s late: rank 0 waits in MPI_Init_thread,

@@ -48,6 +48,27 @@ TEST(PeerName, RewritesPeerLostAndTimeoutMessages) {
   EXPECT_EQ(NamePeer(b, peers).message(), b.message());
 }
 
+TEST(PeerName, NamesRanksThatNeverPublishedTheirAddress) {
+  const std::string prefix = "hvd/gloo/gen0";
+  Status t(Code::kTimeout,
+           "Gloo connect: rendezvous: timed out after 2 s waiting for key(s) 'hvd/gloo/gen0/1' at "
+           "127.0.0.1:4711");
+  EXPECT_EQ(NameMissingRanks(t, prefix, 2).message(),
+            t.message() + ": rank 1 of 2 has not joined: not started, or not yet in hvd_init");
+  Status two(Code::kTimeout, "waiting for key(s) 'hvd/gloo/gen0/2', 'hvd/gloo/gen0/13'");
+  EXPECT_EQ(NameMissingRanks(two, prefix, 14).message(),
+            two.message() +
+                ": ranks 2, 13 of 14 have not joined: not started, or not yet in "
+                "hvd_init");
+  // Other keys, another prefix, or not a timeout: unchanged.
+  for (const Status& same : {Status(Code::kTimeout, "waiting for key(s) 'hvd/gloo/gen0/peer/1'"),
+                             Status(Code::kTimeout, "waiting for key(s) 'hvd/gloo/gen1/1'"),
+                             Status(Code::kTimeout, "waiting for key(s) 'hvd/gloo/gen0/'"),
+                             Status(Code::kPeerLost, "waiting for key(s) 'hvd/gloo/gen0/1'")}) {
+    EXPECT_EQ(NameMissingRanks(same, prefix, 2).message(), same.message());
+  }
+}
+
 TEST(PeerName, GlooGuardClassifiesClosedConnections) {
   Status s = GlooGuard("allreduce", "rank 0 of 2",
                        [] { throw std::runtime_error("Connection closed by peer [10.0.0.1]:47"); });

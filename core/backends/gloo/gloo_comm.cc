@@ -138,12 +138,14 @@ Status GlooComm::Create(std::shared_ptr<const GlooShared> shared, const std::str
     ctx->setTimeout(shared->timeout);
     const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(size) +
                               ", store prefix '" + prefix + "'";
-    HVD_RETURN_IF_ERROR(GlooGuard("connect", where, [&] {
+    auto connect = [&] {
       gloo::rendezvous::PrefixStore store(prefix, *shared->store);
       std::shared_ptr<gloo::transport::Device> device = shared->device;
       ctx->connectFullMesh(store, device);
       peers = ExchangePeerAddresses(store, *ctx, shared->host, rank, size, world_rank);
-    }));
+    };
+    HVD_RETURN_IF_ERROR(
+        gloo_backend::NameMissingRanks(GlooGuard("connect", where, connect), prefix, size));
     context = std::move(ctx);
   }
   *out = std::make_unique<GlooComm>(std::move(shared), prefix, rank, size, std::move(context),

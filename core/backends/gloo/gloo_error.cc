@@ -104,5 +104,23 @@ Status NamePeer(const Status& s, const std::vector<PeerAddress>& peers) {
   return Status(s.code(), std::move(m));
 }
 
+Status NameMissingRanks(const Status& s, const std::string& prefix, int size) {
+  if (s.code() != Code::kTimeout) return s;
+  const std::string& m = s.message();
+  const std::string key = "'" + prefix + "/";
+  std::string ranks;
+  int count = 0;
+  for (size_t at = m.find(key); at != std::string::npos; at = m.find(key, at + 1)) {
+    size_t end = at + key.size();
+    while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
+    if (end == at + key.size() || end >= m.size() || m[end] != '\'') continue;
+    ranks += (count++ ? ", " : "") + m.substr(at + key.size(), end - at - key.size());
+  }
+  if (count == 0) return s;
+  return Status(s.code(), m + ": rank" + (count > 1 ? "s " : " ") + ranks + " of " +
+                              std::to_string(size) + (count > 1 ? " have" : " has") +
+                              " not joined: not started, or not yet in hvd_init");
+}
+
 }  // namespace gloo_backend
 }  // namespace hvd

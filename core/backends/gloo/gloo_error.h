@@ -51,5 +51,11 @@ const PeerAddress* FindPeer(const std::string& what, const std::vector<PeerAddre
 // rank 1 (host node2, [10.0.0.2]:4711) lost". Other statuses pass unchanged.
 Status NamePeer(const Status& s, const std::vector<PeerAddress>& peers);
 
+// Gloo's rendezvous waits for key "<prefix>/<N>", the address rank N of the
+// group publishes: a kTimeout naming such keys gets the ranks that never
+// published one appended ("rank 1 of 2 has not joined: ..."). Other
+// statuses pass unchanged.
+Status NameMissingRanks(const Status& s, const std::string& prefix, int size);
+
 }  // namespace gloo_backend
 }  // namespace hvd
