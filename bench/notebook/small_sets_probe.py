@@ -1,16 +1,15 @@
 #!/usr/bin/python3
 # Where hvd.torch loses on a small-tensor set: per-tensor async, one grouped call,
 # and raw mpi4py one call, timed in turn iteration by iteration (np=2).
-import sys, time, statistics, math
+import os, sys, time, statistics, math
 from mpi4py import MPI
 import torch, hvd.torch as hvd
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from launch_bench import read_shapes  # noqa: E402  the shape files' one reader
 comm = MPI.COMM_WORLD
 hvd.init(comm=comm)
 path = sys.argv[1]; iters = int(sys.argv[2]) if len(sys.argv) > 2 else 100
-shapes = []
-for line in open(path):
-    d = line.split("#", 1)[0].split()
-    if d: shapes.append(tuple(int(x) for x in d))
+shapes = read_shapes(path)
 n = sum(math.prod(s) for s in shapes)
 buf = torch.empty(n).fill_(1.0)
 views, off = [], 0

@@ -2,12 +2,12 @@
 compression, gradient accumulation, gradients in shared buffers, and the
 broadcast helpers."""
 import os
+import time
 
 import pytest
 import torch
 
 import hvd.torch as hvd
-from hvd import hvd_c
 
 torch.set_num_threads(1)
 STEPS = 6
@@ -169,18 +169,16 @@ def test_gradients_in_shared_buffers_move_two_bytes_per_byte(world):
                                    named_parameters=model.named_parameters())
 
     def step_stats():
-        before, after = hvd_c.hvd_stats(), hvd_c.hvd_stats()
-        before.struct_size = after.struct_size = 56  # sizeof(hvd_stats)
-        assert hvd_c.hvd_get_stats(before) == 0
+        before = hvd.get_stats()  # raises unless hvd_get_stats returns HVD_OK
         opt.zero_grad()
         model(torch.full((4, 256), float(hvd.rank() + 1))).sum().backward()
         opt.step()
-        assert hvd_c.hvd_get_stats(after) == 0
-        collectives = after.host_allreduces - before.host_allreduces
+        after = hvd.get_stats()
+        collectives = after["host_allreduces"] - before["host_allreduces"]
         assert collectives > 0
-        mapped = (after.shm_mapped_calls - before.shm_mapped_calls) / collectives
-        return (after.host_bytes_moved - before.host_bytes_moved) / (
-            after.allreduced_bytes - before.allreduced_bytes), mapped
+        mapped = (after["shm_mapped_calls"] - before["shm_mapped_calls"]) / collectives
+        return (after["host_bytes_moved"] - before["host_bytes_moved"]) / (
+            after["allreduced_bytes"] - before["allreduced_bytes"]), mapped
 
     assert step_stats() == (pytest.approx(4.0, abs=1e-3), 0.0)
     for _ in range(2):
@@ -191,7 +189,6 @@ def test_stats_split_the_step_wait_into_slower_ranks_and_data(world):
     """hvd.get_stats(): the last rank starts backward 0.3 s late, so the
     others' step() waits at least 0.25 s for it (wait_negotiating_ns) and the
     late rank's wait for no one."""
-    import time
     model = make_model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                    named_parameters=model.named_parameters())
