@@ -1,7 +1,11 @@
 #include "core/observability/timeline_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "core/common/logging.h"
@@ -15,7 +19,32 @@ namespace {
 constexpr auto kFlushPeriod = std::chrono::milliseconds(100);
 constexpr size_t kWakeAt = 4096;
 
+TraceLayout::Options LayoutOptions() {
+  TraceLayout::Options o;
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page > 0) o.page = page;
+  return o;
+}
+
 }  // namespace
+
+bool TimelineWriter::PosixFile::WriteAt(int64_t offset, const std::string& bytes) {
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::pwrite(fd.get(), p, left, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+    offset += n;
+  }
+  return true;
+}
+
+bool TimelineWriter::PosixFile::Truncate(int64_t size) {
+  return ::ftruncate(fd.get(), size) == 0;
+}
 
 void AppendJsonString(const std::string& s, std::string* out) {
   out->push_back('"');
@@ -72,20 +101,17 @@ TimelineWriter::~TimelineWriter() {
 }
 
 Status TimelineWriter::Open(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "w"));
-  if (!f) {
+  file_.fd.Reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!file_.fd.valid()) {
     return Status::Invalid("cannot open timeline file '" + path + "': " + std::strerror(errno));
   }
-  // Unbuffered: each batch then reaches the file in one write(2), which keeps
-  // the window in which a killed process leaves a torn batch as small as can be.
-  std::setvbuf(f.get(), nullptr, _IONBF, 0);
-  if (std::fputs("[]", f.get()) < 0 || std::fflush(f.get()) != 0) {
-    return Status::Invalid("cannot write timeline file '" + path + "': " + std::strerror(errno));
+  layout_ = TraceLayout(LayoutOptions());
+  if (!layout_.Start(&file_)) {
+    const int err = errno;
+    file_.fd.Reset();
+    return Status::Invalid("cannot write timeline file '" + path + "': " + std::strerror(err));
   }
-  file_ = std::move(f);
   path_ = path;
-  close_pos_ = 1;
-  empty_ = true;
   failed_ = false;
   stop_ = false;
   thread_ = std::thread(&TimelineWriter::Run, this);
@@ -110,7 +136,9 @@ void TimelineWriter::Close() {
   }
   cv_.notify_one();
   thread_.join();
-  file_.reset();
+  // A clean end drops the reserve of spaces after the last event.
+  if (!failed_ && !layout_.Finish(&file_)) Fail();
+  file_.fd.Reset();
 }
 
 void TimelineWriter::Run() {
@@ -130,23 +158,16 @@ void TimelineWriter::Run() {
 
 void TimelineWriter::WriteBatch(const std::vector<TraceEvent>& batch) {
   if (batch.empty() || failed_) return;
-  // ",\n{...},\n{...}\n]" replaces the old ']' in one write.
-  std::string out;
-  for (const auto& e : batch) {
-    out += empty_ ? "\n" : ",\n";
-    empty_ = false;
-    out += FormatTraceEvent(e);
-  }
-  out += "\n]";
-  std::FILE* f = file_.get();
-  if (std::fseek(f, close_pos_, SEEK_SET) != 0 ||
-      std::fwrite(out.data(), 1, out.size(), f) != out.size() || std::fflush(f) != 0) {
-    failed_ = true;  // say it once, then drop events rather than spam the log
-    HVD_LOG(kWarning) << "timeline: writing '" << path_ << "' failed (" << std::strerror(errno)
-                      << "); no further events are recorded in it";
-    return;
-  }
-  close_pos_ += static_cast<long>(out.size()) - 1;
+  std::vector<std::string> events;
+  events.reserve(batch.size());
+  for (const auto& e : batch) events.push_back(FormatTraceEvent(e));
+  if (!layout_.Append(events, &file_)) Fail();
+}
+
+void TimelineWriter::Fail() {
+  failed_ = true;  // say it once, then drop events rather than spam the log
+  HVD_LOG(kWarning) << "timeline: writing '" << path_ << "' failed (" << std::strerror(errno)
+                    << "); no further events are recorded in it";
 }
 
 }  // namespace hvd

@@ -1,20 +1,19 @@
 // The timeline's file side: a queue of trace events and a writer thread that
 // formats and appends them in batches, so the background loop never waits
-// on disk. The file is a JSON array that is closed after every batch: the
-// writer keeps the closing ']' at the end and overwrites it with the next
-// batch, so a process killed at any moment leaves a parseable file.
+// on disk. The file is a JSON array that stays closed while it grows: see
+// trace_layout.h for how a process killed mid-write leaves a parseable file.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
-#include <cstdio>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/common/status.h"
+#include "core/observability/trace_layout.h"
+#include "core/rendezvous/socket_util.h"
 
 namespace hvd {
 
@@ -41,7 +40,7 @@ class TimelineWriter {
   TimelineWriter(const TimelineWriter&) = delete;
   TimelineWriter& operator=(const TimelineWriter&) = delete;
 
-  // Creates (truncates) the file, writes "[]" and starts the writer thread.
+  // Creates (truncates) the file, writes "[\n]" and starts the writer thread.
   Status Open(const std::string& path);
   // Thread-safe; the event is written within one flush period.
   void Push(TraceEvent e);
@@ -49,16 +48,18 @@ class TimelineWriter {
   void Close();
 
  private:
-  struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
+  struct PosixFile : TraceFile {
+    bool WriteAt(int64_t offset, const std::string& bytes) override;
+    bool Truncate(int64_t size) override;
+    rendezvous::UniqueFd fd;
   };
   void Run();
   void WriteBatch(const std::vector<TraceEvent>& batch);
+  void Fail();
 
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  PosixFile file_;
+  TraceLayout layout_{TraceLayout::Options()};
   std::string path_;
-  long close_pos_ = 0;  // offset of the closing ']'
-  bool empty_ = true;   // no event written yet (no leading comma)
   bool failed_ = false;
 
   std::mutex mu_;
