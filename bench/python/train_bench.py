@@ -107,16 +107,18 @@ def main():
     modes = [(m, steps[m]) for m in args.modes.split(",")]
     times = {m: [] for m, _ in modes}
     waits = {m: [] for m, _ in modes}
+    cpu = {m: [] for m, _ in modes}
     for _ in range(args.rounds):
         for mode, step in modes:
             for it in range(args.warmup + args.steps):
                 hvd.barrier()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 wait = step()
-                t1 = time.perf_counter()
+                t1, c1 = time.perf_counter(), time.thread_time()
                 if it >= args.warmup:
                     times[mode].append(t1 - t0)
                     waits[mode].append(wait)
+                    cpu[mode].append(c1 - c0)
 
     # The replicas must agree after training: a check that both really reduced.
     same = []
@@ -124,6 +126,8 @@ def main():
         flat = torch.cat([q.detach().reshape(-1) for q in model.parameters()])
         rows = hvd.allgather(flat[:100000].unsqueeze(0))
         same.append(all(torch.equal(rows[0], rows[k]) for k in range(1, size)))
+    cpu_ranks = hvd.allgather(torch.tensor([[statistics.median(cpu[m]) for m, _ in modes]],
+                                           dtype=torch.float64))
 
     if rank == 0:
         local = statistics.median(times["local"]) if "local" in times else 0.0
@@ -144,6 +148,9 @@ def main():
             if w:
                 print("%s: step() waited %.3f s (median; range %.3f-%.3f) for allreduces after "
                       "backward" % (mode, statistics.median(w), min(w), max(w)))
+        print("main thread CPU per step (median), rank 0 / ... / rank %d: " % (size - 1) + ", ".join(
+            "%s %s" % (m, " / ".join("%.3f" % float(cpu_ranks[r, k]) for r in range(size)))
+            for k, (m, _) in enumerate(modes)))
         print("replicas identical across ranks: hvd %s, hvd-private %s, ddp %s" % tuple(same))
     dist.destroy_process_group()
     hvd.shutdown()
