@@ -38,8 +38,11 @@ bool TraceLayout::Reserve(int64_t end, TraceFile* file) {
   const int64_t new_close = end + grow + 1;
   // Spaces after the bracket keep the file valid however much of them lands.
   if (!FillSpaces(close_pos_ + 1, new_close - 1, file)) return false;
-  // From here until the old "\n]" is spaces, the file has two brackets.
-  if (!file->WriteAt(new_close - 1, "\n]") || !file->WriteAt(close_pos_ - 1, "  ")) return false;
+  // From here until the old ']' is a space, the file has two brackets. Its
+  // '\n' goes after, in a write of its own: the two may lie on two pages.
+  if (!file->WriteAt(new_close - 1, "\n]") || !file->WriteAt(close_pos_, " ") ||
+      !file->WriteAt(close_pos_ - 1, " "))
+    return false;
   close_pos_ = new_close;
   return true;
 }
@@ -82,7 +85,8 @@ bool TraceLayout::Finish(TraceFile* file) {
     ok = file->WriteAt(data_end_,
                        "\n]" + std::string(static_cast<size_t>(close_pos_ - data_end_ - 1), ' '));
   } else {
-    ok = file->WriteAt(data_end_, "\n]") && file->WriteAt(close_pos_ - 1, "  ");
+    // Only the old ']': its '\n' may be the new bracket (data ending 2 before it).
+    ok = file->WriteAt(data_end_, "\n]") && file->WriteAt(close_pos_, " ");
   }
   if (!ok || !file->Truncate(data_end_ + 2)) return false;
   close_pos_ = data_end_ + 1;

@@ -112,7 +112,7 @@ class ReplayFile : public TraceFile {
       Check(Apply(content_, offset, bytes.substr(0, static_cast<size_t>(cut - offset))), false);
     }
     content_ = Apply(content_, offset, bytes);
-    Check(content_, bytes.size() <= 2 && bytes.find_first_not_of(' ') == std::string::npos);
+    Check(content_, bytes == " ");
     return true;
   }
   bool Truncate(int64_t size) override {
@@ -131,7 +131,7 @@ class ReplayFile : public TraceFile {
     file.replace(static_cast<size_t>(offset), bytes.size(), bytes);
     return file;
   }
-  // Only the write that turns the old bracket into spaces may follow an
+  // Only the write that turns the old bracket into a space may follow an
   // invalid file: that is the documented window of a growth or a close.
   void Check(const std::string& file, bool ends_window) {
     const bool valid = JsonCheck::Valid(file);
@@ -186,6 +186,43 @@ TEST(TraceLayout, EveryPageCutLeavesValidJsonOutsideTheBracketMoves) {
   // Finish is idempotent.
   ASSERT_TRUE(layout.Finish(&file));
   EXPECT_EQ(file.content().substr(file.content().size() - 2), "\n]");
+}
+
+// Small pages and reserves put the data's end at every distance from the
+// bracket and from a page boundary when Finish runs (7200 layouts).
+TEST(TraceLayout, FinishEndsTheArrayWhereverTheDataStops) {
+  for (int64_t page : {8, 16, 24, 32}) {
+    for (int64_t reserve : {2, 3, 4, 5, 8, 13}) {
+      for (int count = 1; count <= 60; ++count) {
+        for (int variant = 0; variant < 5; ++variant) {
+          TraceLayout::Options options;
+          options.page = page;
+          options.min_reserve = reserve;
+          options.max_reserve = 2 * reserve;
+          TraceLayout layout(options);
+          ReplayFile file(page);
+          ASSERT_TRUE(layout.Start(&file));
+          std::string expected = "[";
+          for (int i = 0; i < count; ++i) {
+            // 7-9 bytes, so that the data's end falls at every offset.
+            const std::string event =
+                "{\"a\":" + std::to_string((i * 37 + variant * 11) % 1000) + "}";
+            expected += (i == 0 ? "\n" : ",\n") + event;
+            ASSERT_TRUE(layout.Append({event}, &file));
+          }
+          ASSERT_TRUE(layout.Finish(&file));
+          std::string got = file.content();
+          got.erase(std::remove(got.begin(), got.end(), ' '), got.end());
+          ASSERT_EQ(got, expected + "\n]")
+              << "page " << page << ", reserve " << reserve << ", " << count << " events";
+          // Events longer than a page (8-byte pages) may tear; the others never.
+          if (page >= 16) {
+            ASSERT_EQ(file.torn(), 0) << "page " << page << ", reserve " << reserve;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(TraceLayout, AnEmptyTimelineIsAnEmptyArray) {
