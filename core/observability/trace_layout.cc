@@ -22,7 +22,6 @@ bool FillSpaces(int64_t from, int64_t to, TraceFile* file) {
 bool TraceLayout::Start(TraceFile* file) {
   data_end_ = 1;
   close_pos_ = 2;
-  empty_ = true;
   return file->WriteAt(0, "[\n]");
 }
 
@@ -58,8 +57,7 @@ bool TraceLayout::Append(const std::vector<std::string>& events, TraceFile* file
   std::string chunk;
   int64_t at = data_end_;
   for (const auto& event : events) {
-    const char* sep = empty_ ? "\n" : ",\n";
-    empty_ = false;
+    const char* sep = data_end_ == 1 && chunk.empty() ? "\n" : ",\n";  // no comma before the first
     const int64_t n = static_cast<int64_t>(std::char_traits<char>::length(sep) + event.size());
     const int64_t pending = static_cast<int64_t>(chunk.size());
     if (pending > 0 && !SamePage(at, at + pending + n)) {

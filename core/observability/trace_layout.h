@@ -55,9 +55,8 @@ class TraceLayout {
   bool Flush(int64_t at, std::string* chunk, TraceFile* file);
 
   Options opt_;
-  int64_t data_end_ = 1;   // where the next event goes (after the last one)
+  int64_t data_end_ = 1;   // where the next event goes (after the last one; 1: none yet)
   int64_t close_pos_ = 2;  // offset of the closing ']' (a '\n' before it)
-  bool empty_ = true;      // no event written yet: no comma before the next
 };
 
 }  // namespace hvd

@@ -146,6 +146,12 @@ class ReplayFile : public TraceFile {
   int torn_ = 0;
 };
 
+// The file without its spaces: what the layout adds besides the events.
+std::string WithoutSpaces(std::string file) {
+  file.erase(std::remove(file.begin(), file.end(), ' '), file.end());
+  return file;
+}
+
 std::string Event(int i) {
   // 24..62 bytes with its separator: two or three to a 128-byte page.
   return "{\"name\":\"t" + std::to_string(i) + "\",\"ts\":" + std::to_string(i) + ",\"pad\":\"" +
@@ -178,10 +184,8 @@ TEST(TraceLayout, EveryPageCutLeavesValidJsonOutsideTheBracketMoves) {
   EXPECT_GE(file.windows(), 3);
   EXPECT_LE(file.windows(), 4 + static_cast<int>(file.content().size() / options.max_reserve));
   // The events in order, the bracket right after the last one.
-  std::string got = file.content();
-  ASSERT_EQ(got.substr(got.size() - 2), "\n]");
-  got.erase(std::remove(got.begin(), got.end(), ' '), got.end());
-  EXPECT_EQ(got, expected);
+  ASSERT_EQ(file.content().substr(file.content().size() - 2), "\n]");
+  EXPECT_EQ(WithoutSpaces(file.content()), expected);
 
   // Finish is idempotent.
   ASSERT_TRUE(layout.Finish(&file));
@@ -211,9 +215,7 @@ TEST(TraceLayout, FinishEndsTheArrayWhereverTheDataStops) {
             ASSERT_TRUE(layout.Append({event}, &file));
           }
           ASSERT_TRUE(layout.Finish(&file));
-          std::string got = file.content();
-          got.erase(std::remove(got.begin(), got.end(), ' '), got.end());
-          ASSERT_EQ(got, expected + "\n]")
+          ASSERT_EQ(WithoutSpaces(file.content()), expected + "\n]")
               << "page " << page << ", reserve " << reserve << ", " << count << " events";
           // Events longer than a page (8-byte pages) may tear; the others never.
           if (page >= 16) {
