@@ -196,6 +196,7 @@ struct Stats {
   uint64_t shm_chosen_calls = 0;
   uint64_t shm_streamed_calls = 0;
   uint64_t shm_mapped_calls = 0;
+  uint64_t shm_backend_calls = 0;
   uint64_t waits = 0;
   uint64_t wait_ns = 0;
   uint64_t wait_negotiating_ns = 0;

@@ -159,6 +159,7 @@ Status ParseBackends(Config* c) {
                                   &c->hierarchical_cross));
   HVD_RETURN_IF_ERROR(ParseBool("SHARED_MEMORY", &c->shared_memory));
   HVD_RETURN_IF_ERROR(ParseBool("SHARED_MEMORY_PEER_READS", &c->shared_memory_peer_reads));
+  HVD_RETURN_IF_ERROR(ParseBool("SHARED_MEMORY_MPI_ALLREDUCE", &c->shared_memory_mpi_allreduce));
   HVD_RETURN_IF_ERROR(ParseBool("HIERARCHICAL_ALLGATHER", &c->hierarchical_allgather,
                                 &c->hierarchical_allgather_fixed));
   HVD_RETURN_IF_ERROR(

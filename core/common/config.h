@@ -141,6 +141,11 @@ struct Config {
   // through memory, but the kernel pins each page it reads, and on the
   // machines measured (docs/benchmarks.md) that was no faster. Off unless set.
   bool shared_memory_peer_reads = false;
+  // HVD_SHARED_MEMORY_MPI_ALLREDUCE=1: on MPI, allreduces of 2 MiB or more
+  // through that segment time Open MPI's own allreduce against the segment
+  // and take the faster (docs/tuning.md). Off unless set: on the machine
+  // measured its tries cost more than it found (docs/benchmarks.md).
+  bool shared_memory_mpi_allreduce = false;
   GpuOperations gpu_operations = GpuOperations::kAuto;
   double gpu_timeout_seconds = 600.0;  // a GPU collective's wait; 0: no limit
   bool elastic = false;

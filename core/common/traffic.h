@@ -22,6 +22,9 @@ struct HostTraffic {
   std::atomic<uint64_t> shm_streamed{0};
   // Allreduces between buffers from hvd_alloc_shared, skipping the slots.
   std::atomic<uint64_t> shm_mapped{0};
+  // Host-local allreduces that took the backend's own allreduce instead of
+  // the slots, as the faster path at the time (shm_backend.cc).
+  std::atomic<uint64_t> shm_backend{0};
 };
 
 HostTraffic& Traffic();
@@ -45,6 +48,11 @@ inline void CountStoreChoice(bool stream) {
 // Once per allreduce that went between shared buffers (shm_mapped.cc).
 inline void CountMappedCall() {
   Traffic().shm_mapped.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Once per allreduce that took the backend's path (shm_backend.cc).
+inline void CountBackendCall() {
+  Traffic().shm_backend.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace hvd

@@ -170,8 +170,11 @@ Status TrySharedMemory(const Config& config, const std::shared_ptr<Comm>& backen
   }
   std::unique_ptr<ShmComm> shm;
   std::string why;
+  // Gloo's allreduce over loopback TCP is never the faster path.
+  const int64_t backend_min =
+      t == Transport::kMpi && config.shared_memory_mpi_allreduce ? ShmComm::kBackendMinBytes : -1;
   HVD_RETURN_IF_ERROR(ShmComm::Create(backend, timeout, ShmComm::kDefaultSlotBytes,
-                                      config.shared_memory_peer_reads, &shm, &why));
+                                      config.shared_memory_peer_reads, backend_min, &shm, &why));
   const char* name = t == Transport::kGloo ? "Gloo" : "MPI";
   if (!shm) {
     HVD_LOG(kWarning) << what << ": host-local collectives stay on " << name << ": " << why

@@ -850,6 +850,40 @@ TEST(Stats, CountAllreducedBytesAndCollectives) {
   }
 }
 
+// With HVD_SHARED_MEMORY_MPI_ALLREDUCE=1 (mpi.collectives.np2.mpi_allreduce_path)
+// a host-local allreduce of 2 MiB or more may take Open MPI's own: rank 0
+// times each path twice, in turn, before it chooses, so 8 calls of 3 MiB
+// take it at least twice, on every rank alike, with exact sums and averages.
+TEST(Stats, MpiAllreducePathWhenAskedFor) {
+  const char* on = std::getenv("HVD_SHARED_MEMORY_MPI_ALLREDUCE");
+  if (!on || std::string(on) != "1") GTEST_SKIP() << "runs with HVD_SHARED_MEMORY_MPI_ALLREDUCE=1";
+  hvd_stats a{};
+  a.struct_size = sizeof a;
+  ASSERT_EQ(hvd_get_stats(&a), HVD_OK);
+  const int64_t n = (3 << 20) / 4;
+  Tensor x(T::f32, {n}), y(T::f32, {n});
+  for (int k = 0; k < 8; ++k) {
+    const bool average = k % 2 == 1;
+    for (int64_t i = 0; i < n; ++i) x.Set(i, V(R(), i));
+    Tensor& out = k % 4 < 2 ? x : y;  // in place and not
+    ASSERT_EQ(Allreduce("mpi_path", x, out, average ? HVD_OP_AVERAGE : HVD_OP_SUM), HVD_OK)
+        << hvd_last_error();
+    for (int64_t i = 0; i < n; ++i) {
+      const double sum = Expected(HVD_OP_SUM, i, T::f32);
+      ASSERT_NEAR(out.Get(i), average ? sum / N() : sum, Tolerance(T::f32, sum)) << k << " " << i;
+    }
+  }
+  hvd_stats b = a;
+  ASSERT_EQ(hvd_get_stats(&b), HVD_OK);
+  const auto mine = static_cast<double>(b.shm_backend_calls - a.shm_backend_calls);
+  Tensor calls(T::i64, {2});  // the most and minus the fewest over the ranks
+  calls.Set(0, mine);
+  calls.Set(1, -mine);
+  ASSERT_EQ(Allreduce("mpi_path.calls", calls, calls, HVD_OP_MAX), HVD_OK);
+  EXPECT_GE(calls.Get(0), 2.0);
+  EXPECT_EQ(calls.Get(0), -calls.Get(1)) << "the ranks took different paths";
+}
+
 // hvd_wait's time is counted and split where the collective started: the
 // last rank submits 300 ms late, so every other rank's one wait spends at
 // least 250 ms negotiating (waiting for it) and the late rank's almost none.

@@ -48,14 +48,15 @@ class NoAbort : public ForwardingComm {
   void Abort() override {}
 };
 
-std::unique_ptr<ShmComm> MakeShm(int64_t slot_bytes, double timeout_s = 60,
-                                 bool peer_reads = true) {
+std::unique_ptr<ShmComm> MakeShm(int64_t slot_bytes, double timeout_s = 60, bool peer_reads = true,
+                                 int64_t backend_min_bytes = -1) {
   MPI_Comm dup;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
   std::shared_ptr<Comm> mpi = std::make_shared<NoAbort>(std::make_shared<MpiComm>(dup, 0));
   std::unique_ptr<ShmComm> shm;
   std::string why;
-  const Status s = ShmComm::Create(mpi, timeout_s, slot_bytes, peer_reads, &shm, &why);
+  const Status s =
+      ShmComm::Create(mpi, timeout_s, slot_bytes, peer_reads, backend_min_bytes, &shm, &why);
   EXPECT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(shm) << why;
   return shm;
@@ -218,6 +219,62 @@ TEST(ShmComm, AllreduceRegionsThroughSlotsWhateverTheLayout) {
   CheckAllreduce<float>(*big, DataType::kFloat32, ReduceOp::kSum, streamed, false);
   CheckAllreduce<int32_t>(*big, DataType::kInt32, ReduceOp::kMax, streamed, false);
   CheckAllreduce<float>(*big, DataType::kFloat32, ReduceOp::kSum, streamed / 2, false);
+}
+
+// On MPI a large allreduce may take MPI's own allreduce instead of the
+// slots (shm_backend.cc). Forced that way: every layout of CheckRegions
+// (pieces across tensors staged, a joined rank's zeros, a postscale) and
+// whole tensors of several pieces, in place and not, every type and op.
+TEST(ShmComm, AllreduceThroughTheBackendWhateverTheLayout) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot, 60, false, /*backend_min_bytes=*/4096);
+  ASSERT_TRUE(shm);
+  shm->ForcePath(true);
+  CheckRegions(*shm);
+  if (HasFatalFailure()) return;
+  // 4099 and 3 << 17 floats, 4 ops, in place and not; the joined call.
+  EXPECT_EQ(shm->backend_calls(), 17);
+  shm = MakeShm(kSlot, 60, false, 4096);  // CheckRegions ends on a failed call
+  ASSERT_TRUE(shm);
+  shm->ForcePath(true);
+  const int64_t pieces = ShmComm::kBackendPieceBytes / 4 * 2 + 1001;  // three, the last short
+  for (bool in_place : {true, false}) {
+    CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum, pieces, in_place);
+    CheckAllreduce<int32_t>(*shm, DataType::kInt32, ReduceOp::kMax, pieces, in_place);
+    CheckAllreduce<uint16_t>(*shm, DataType::kFloat16, ReduceOp::kMin, 5000, in_place);
+    CheckAllreduce<double>(*shm, DataType::kFloat64, ReduceOp::kProduct, 5000, in_place);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(shm->backend_calls(), 8);
+  // Below the line the slots still run.
+  CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum, 1000, true);
+  EXPECT_EQ(shm->backend_calls(), 8);
+}
+
+// Unforced, member 0 times both paths and everyone follows its choice:
+// exact results, both paths timed, the same calls through MPI everywhere.
+// A member that rules the path out rules it out for all.
+TEST(ShmComm, MemberZeroChoosesThePathForEveryone) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot, 60, false, 4096);
+  ASSERT_TRUE(shm);
+  for (int i = 0; i < 40; ++i) {
+    CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum, 3000 + i, i % 2 == 0);
+    if (HasFatalFailure()) return;
+  }
+  if (Rank() == 0) {
+    EXPECT_GT(shm->path().ns_per_byte(false), 0.0);
+    EXPECT_GT(shm->path().ns_per_byte(true), 0.0);
+  }
+  int64_t calls[2] = {shm->backend_calls(), -shm->backend_calls()};
+  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, calls, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  EXPECT_GE(calls[0], 1);
+  EXPECT_EQ(calls[0], -calls[1]) << "members took different paths";
+
+  std::unique_ptr<ShmComm> off = MakeShm(kSlot, 60, false, Rank() == 1 ? -1 : 4096);
+  ASSERT_TRUE(off);
+  off->ForcePath(true);
+  CheckAllreduce<float>(*off, DataType::kFloat32, ReduceOp::kSum, 5000, true);
+  EXPECT_EQ(off->backend_calls(), 0);
 }
 
 // An allreduce reads one set of slots while it writes the next; the other

@@ -558,6 +558,40 @@ TEST(StoreChooser, TimesBothWaysThenKeepsTheFasterAndTriesTheOther) {
   EXPECT_FALSE(c.Choose(big).explore);
 }
 
+// ShmComm's path chooser: its own size line and intervals (2 at first, at
+// most 8), calls below the line neither chosen nor timed.
+TEST(StoreChooser, TakesItsOwnLineAndIntervals) {
+  StoreChooser c(4096, 2, 8);
+  EXPECT_EQ(c.min_bytes(), 4096);
+  EXPECT_EQ(c.explore_interval(), 2u);
+  c.Record(c.Choose(4096), 4096, 1e9);  // cold
+  c.Record(c.Choose(4096), 4096, 2.0 * 4096);
+  c.Record(c.Choose(4096), 4096, 1.0 * 4096);  // the other way, tried once
+  EXPECT_EQ(c.ns_per_byte(true), 1.0);
+  std::vector<uint64_t> tried;
+  for (uint64_t call = 1; call <= 30; ++call) {
+    EXPECT_FALSE(c.Choose(4095).stream);
+    const auto choice = c.Choose(4096);
+    if (choice.explore) tried.push_back(call);
+    c.Record(choice, 4096, (choice.stream ? 1.0 : 2.0) * 4096);
+  }
+  EXPECT_EQ(tried, (std::vector<uint64_t>{2, 6, 14, 22, 30}));  // every 2, 4, 8, 8
+  EXPECT_EQ(c.explore_interval(), 8u);
+  // Two timings of each way, in turn, before the first choice; each way's
+  // figure its faster one (a cold first call does not decide).
+  StoreChooser two(4096, 2, 8, 2);
+  two.Record(two.Choose(4096), 4096, 1e9);      // cold
+  const double times[] = {5.0, 2.0, 1.5, 3.0};  // plain, backend, plain, backend
+  for (int i = 0; i < 4; ++i) {
+    const auto choice = two.Choose(4096);
+    EXPECT_EQ(choice.stream, i % 2 == 1) << i;
+    two.Record(choice, 4096, times[i] * 4096);
+  }
+  EXPECT_EQ(two.ns_per_byte(false), 1.5);
+  EXPECT_EQ(two.ns_per_byte(true), 2.0);
+  EXPECT_FALSE(two.Choose(4096).stream);
+}
+
 TEST(Fusion, AllgatherBytesCountEveryRank) {
   Response g = MakeResponse("g", 0, DataType::kFloat32, OpType::kAllgather);
   g.sizes = {3, 1, 2};  // rows of 3 elements; rank 0 has 1 row, rank 1 has 2

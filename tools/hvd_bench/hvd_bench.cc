@@ -78,6 +78,10 @@ std::string Traffic(int iterations, const Fn& fn) {
     percent("between shared buffers", b.shm_mapped_calls - a.shm_mapped_calls,
             b.host_allreduces - a.host_allreduces);
   }
+  if (b.shm_backend_calls > a.shm_backend_calls) {
+    percent("through MPI's allreduce", b.shm_backend_calls - a.shm_backend_calls,
+            b.host_allreduces - a.host_allreduces);
+  }
   return text;
 }
 

@@ -68,7 +68,8 @@ ShmComm::Share ShmComm::ShareOf(int64_t count, int size, int r) {
 }
 
 Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t slot_bytes,
-                       bool peer_reads, std::unique_ptr<ShmComm>* out, std::string* why) {
+                       bool peer_reads, int64_t backend_min_bytes, std::unique_ptr<ShmComm>* out,
+                       std::string* why) {
   Comm& c = *backend;
   const int size = c.size();
   slot_bytes = std::max<int64_t>(64 * size, slot_bytes / 64 * 64);
@@ -80,8 +81,10 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
   // own core's cache says (hybrid CPUs): the smallest round wins.
   const int64_t round =
       std::min(slot_bytes, std::max<int64_t>(64 * size, SharedRoundBytes() / 64 * 64));
-  int64_t agreed[2] = {s.ok() ? 1 : 0, round};
-  HVD_RETURN_IF_ERROR(c.Allreduce({agreed, 2, DataType::kInt64, ReduceOp::kMin}));
+  // A member that never takes the backend's path (-1) rules it out for all:
+  // every member must take the same path in every call.
+  int64_t agreed[3] = {s.ok() ? 1 : 0, round, backend_min_bytes};
+  HVD_RETURN_IF_ERROR(c.Allreduce({agreed, 3, DataType::kInt64, ReduceOp::kMin}));
   seg->Unlink();  // everyone who could has mapped it (no-op where not the creator)
   if (!agreed[0]) {
     *why = s.ok() ? "another member of the host could not map the segment" : s.message();
@@ -96,21 +99,25 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
     pids = pids && pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
   }
   *out = std::make_unique<ShmComm>(std::move(backend), std::move(seg), slot_bytes, agreed[1],
-                                   timeout_s, pids);
+                                   timeout_s, pids, agreed[2]);
   // Reading a peer needs its pid: not across pid namespaces.
   if (peer_reads && pids) HVD_RETURN_IF_ERROR((*out)->ProbePeerReads());
   return Status::OK();
 }
 
 ShmComm::ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment,
-                 int64_t slot_bytes, int64_t round_bytes, double timeout_s, bool check_pids)
+                 int64_t slot_bytes, int64_t round_bytes, double timeout_s, bool check_pids,
+                 int64_t backend_min_bytes)
     : ForwardingComm(std::move(backend)),
       segment_(std::move(segment)),
       slot_bytes_(slot_bytes),
       round_bytes_(round_bytes),
       timeout_s_(timeout_s),
       check_pids_(check_pids),
-      spin_(SpinBudget(size())) {}
+      spin_(SpinBudget(size())),
+      backend_min_bytes_(backend_min_bytes),
+      path_(std::max<int64_t>(backend_min_bytes, 1), kPathExplore, kPathMaxExplore,
+            kPathSamples) {}
 
 ShmComm::Member& ShmComm::member(int r) const {
   return reinterpret_cast<Member*>(segment_->data())[r];

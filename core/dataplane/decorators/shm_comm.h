@@ -32,6 +32,12 @@
 // asks for it (peer_memory.h): each member reduces its share straight from
 // the others' inputs (shm_direct.cc).
 //
+// Large allreduces of regions (from `backend_min_bytes`: on MPI where
+// HVD_SHARED_MEMORY_MPI_ALLREDUCE=1 asks for it) may run the backend's own
+// allreduce on the tensors where they lie instead (Open MPI reads a peer's
+// buffer with one kernel copy): member 0 times both paths and picks the
+// faster for everyone, trying the other now and then (shm_backend.cc).
+//
 // No hang: a barrier waits at most `timeout_s` (then HVD_ERR_TIMEOUT naming
 // the member waited for); a member whose process is gone fails it at once
 // (HVD_ERR_PEER_LOST); Abort() (another thread) fails it at once. After a
@@ -62,16 +68,34 @@ class ShmComm : public ForwardingComm {
   // reason in *why), so all can keep the backend together.
   // `peer_reads`: try reading the others' memory (every member agrees on
   // the outcome; peer_reads() says it).
+  // `backend_min_bytes`: allreduces of regions from this size may take the
+  // backend's allreduce (-1: never; the smallest over the members counts).
   static Status Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t slot_bytes,
-                       bool peer_reads, std::unique_ptr<ShmComm>* out, std::string* why);
+                       bool peer_reads, int64_t backend_min_bytes, std::unique_ptr<ShmComm>* out,
+                       std::string* why);
   static constexpr int64_t kDefaultSlotBytes = 1 << 20;
   static constexpr int kSets = 3;
   // Below this, a slot round costs less than the direct path's three
   // barriers and system calls.
   static constexpr int64_t kDirectMinBytes = 1 << 20;
+  // On MPI, from this size an allreduce chooses between the slots and MPI's
+  // own: below it a call is mostly latency, and the slots' one barrier per
+  // round beats MPI's messages.
+  static constexpr int64_t kBackendMinBytes = 2 << 20;
+  // The backend's allreduce goes in pieces of this size, the same on every
+  // member whatever its tensors' layout (a piece across tensors is staged).
+  static constexpr int64_t kBackendPieceBytes = 4 << 20;
+  // Calls between tries of the path not in use: at first, and at most. A
+  // try of the slower path costs up to 2x a call; a change of state shows
+  // at once as a call much slower than its path's figure (StoreChooser's
+  // surprise), so tries can be rare.
+  static constexpr uint64_t kPathExplore = 32, kPathMaxExplore = 256;
+  // Timings of each path, in turn, before the first choice: one can be
+  // cold, or caught in a moment of the other members' noise.
+  static constexpr int kPathSamples = 2;
 
   ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment, int64_t slot_bytes,
-          int64_t round_bytes, double timeout_s, bool check_pids);
+          int64_t round_bytes, double timeout_s, bool check_pids, int64_t backend_min_bytes);
 
   // Whether allreduces of regions from kDirectMinBytes read the peers' inputs.
   bool peer_reads() const { return peer_reads_; }
@@ -88,6 +112,13 @@ class ShmComm : public ForwardingComm {
   const StoreChooser& stores(StoreKind kind = kAllreduceStores) const { return stores_[kind]; }
   // Allreduces that went between shared buffers (shm_mapped.cc).
   int64_t mapped_calls() const { return mapped_calls_; }
+  // Allreduces that went through the backend's own (shm_backend.cc), and
+  // member 0's figures for the two paths (way 1: the backend).
+  int64_t backend_calls() const { return backend_calls_; }
+  const StoreChooser& path() const { return path_; }
+  // Tests: every allreduce that may take the backend's path takes it (or
+  // the slots: false), untimed; only member 0's call counts.
+  void ForcePath(bool backend) { forced_ = backend ? 1 : 0; }
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -138,6 +169,9 @@ class ShmComm : public ForwardingComm {
     int64_t mapped[2];
     int32_t mapped_failed[2];
     uint64_t frees;  // SharedBuffers::Frees() of this member's process
+    // Member 0's path for the allreduce of regions of this parity, written
+    // before its first barrier (1: the backend's allreduce).
+    int32_t backend[2];
   };
   static_assert(sizeof(Member) % 64 == 0, "whole cache lines per member");
   Member& member(int r) const;
@@ -164,6 +198,18 @@ class ShmComm : public ForwardingComm {
   Status RunMapped(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post, bool stream, int64_t parity);
   Status MapTables(int64_t es, int64_t parity);
+  // shm_backend.cc
+  bool BackendEligible(int64_t bytes) const {
+    return backend_min_bytes_ >= 0 && bytes >= backend_min_bytes_;
+  }
+  StoreChooser::Choice ChoosePath(int64_t bytes, int64_t parity);
+  void RecordPath(StoreChooser::Choice way, bool backend, int64_t bytes,
+                  std::chrono::steady_clock::time_point start);
+  bool BackendChosen(int64_t bytes, int64_t parity) const;
+  struct BackendCall;
+  Status RunBackend(const std::vector<DirectRegion>& regions, const std::vector<int64_t>& starts,
+                    int64_t count, DataType dt, ReduceOp op, double post);
+  Status BackendPiece(const void* in, void* out, int64_t n, const BackendCall& c);
   Status ProbePeerReads();
   Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post);
@@ -187,6 +233,11 @@ class ShmComm : public ForwardingComm {
   int64_t round_ = 0;
   int64_t direct_calls_ = 0;
   int64_t mapped_calls_ = 0;
+  int64_t backend_min_bytes_;  // -1: the slots only
+  StoreChooser path_;          // member 0's: slots or the backend
+  int64_t backend_calls_ = 0;
+  int forced_ = -1;              // ForcePath's way (-1: none)
+  std::vector<uint8_t> staged_;  // a backend piece across tensors
   std::atomic<bool> aborted_{false};
   Status failed_;
   bool peer_reads_ = false;

@@ -23,6 +23,7 @@
 // does E(k-1), C(k) and A(k+1), so between two barriers set k-1 is read,
 // set k read and written and set k+1 written (ShmComm keeps three).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -164,14 +165,21 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
   // My tensors all in shared buffers: my table in my slot instead of A(first).
   const bool mapped = PublishMapped(regions, es, parity) >= 0;
+  const StoreChooser::Choice way = ChoosePath(count * es, parity);
   if (!mapped) SharedCopyIn(c, c.first);
   HVD_RETURN_IF_ERROR(Barrier(&timer));
+  const auto start = std::chrono::steady_clock::now();  // member 0 times its path from here
   HVD_RETURN_IF_ERROR(CheckCounts(parity, count));
   int members_mapped = 0;
   for (int r = 0; r < size(); ++r) {
     members_mapped += __atomic_load_n(&member(r).mapped[parity], __ATOMIC_RELAXED) >= 0;
   }
   if (members_mapped == size()) return RunMapped(regions, count, dt, op, post, c.stream, parity);
+  if (members_mapped == 0 && BackendChosen(count * es, parity)) {
+    HVD_RETURN_IF_ERROR(RunBackend(regions, c.starts, count, dt, op, post));
+    RecordPath(way, true, count * es, start);
+    return Status::OK();
+  }
   if (members_mapped > 0) {  // some are, some not: through the slots, A(first) one barrier late
     if (mapped) SharedCopyIn(c, c.first);
     HVD_RETURN_IF_ERROR(Barrier());
@@ -188,6 +196,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   SharedCopyOut(c, last);
   round_ = last + 1;
   timer.Done();
+  RecordPath(way, false, count * es, start);
   return Status::OK();
 }
 

@@ -15,6 +15,10 @@
 // to kMaxExplore; any other try, or a surprise, brings it back to
 // kExplore. The choice is each member's own: whatever the others choose,
 // what they read is the same.
+//
+// ShmComm also uses one to choose between two paths of a large allreduce
+// (the slots, or the backend's own allreduce: shm_backend.cc); there way 1
+// ("stream") is the backend, and member 0's choice is everyone's.
 #pragma once
 
 #include <algorithm>
@@ -30,6 +34,18 @@ class StoreChooser {
   // Calls below this many bytes are latency, not bandwidth: plain stores,
   // not timed.
   static constexpr int64_t kMinBytes = 256 << 10;
+  // `explore` and `max_explore`: large calls between tries, at first and
+  // at most (kExplore and kMaxExplore unless given); `samples`: timings of
+  // each way, in turn, before the first choice (each way's figure is then
+  // its fastest: a first call may still be cold).
+  explicit StoreChooser(int64_t min_bytes = kMinBytes, uint64_t explore = kExplore,
+                        uint64_t max_explore = kMaxExplore, int samples = 1)
+      : min_bytes_(min_bytes),
+        explore_(explore),
+        max_explore_(max_explore),
+        samples_(samples),
+        interval_(explore) {}
+  int64_t min_bytes() const { return min_bytes_; }
   static constexpr uint64_t kExplore = 16;     // large calls between tries, at first
   static constexpr uint64_t kMaxExplore = 64;  // ... and after tries that confirmed
   // A tried way this many times slower than the way in use confirms it.
@@ -43,8 +59,11 @@ class StoreChooser {
   };
   // The way for the next call, of `bytes`.
   Choice Choose(int64_t bytes) {
-    if (bytes < kMinBytes || ns_per_byte_[0] <= 0) return {};  // time each way once first
-    if (ns_per_byte_[1] <= 0) return {true, true};
+    if (bytes < min_bytes_ || !warm_) return {};
+    if (timed_[0] < samples_ || timed_[1] < samples_) {  // each way in turn, plain first
+      const bool stream = timed_[1] < timed_[0];
+      return {stream, stream};
+    }
     if (retry_ >= 0) return {retry_ == 1, true};
     const bool best = ns_per_byte_[1] < ns_per_byte_[0];
     const bool explore = ++calls_ >= interval_;
@@ -56,7 +75,7 @@ class StoreChooser {
   // each new time; the way just tried takes it whole (it is the only recent
   // figure for it).
   void Record(Choice c, int64_t bytes, double ns) {
-    if (bytes < kMinBytes) return;
+    if (bytes < min_bytes_) return;
     if (!warm_) {  // the first large call also faults the slots in
       warm_ = true;
       return;
@@ -64,11 +83,15 @@ class StoreChooser {
     double& e = ns_per_byte_[c.stream ? 1 : 0];
     const double other = ns_per_byte_[c.stream ? 0 : 1];
     const double x = ns / static_cast<double>(bytes);
+    if (timed_[c.stream ? 1 : 0]++ < samples_) {
+      e = e <= 0 ? x : std::min(e, x);
+      return;
+    }
     if (c.explore && e > 0 && other > 0) {  // not the first timing of this way
-      interval_ = x > kClearLoss * other ? std::min(2 * interval_, kMaxExplore) : kExplore;
+      interval_ = x > kClearLoss * other ? std::min(2 * interval_, max_explore_) : explore_;
     }
     retry_ = !c.explore && e > 0 && x > kSurprise * e ? !c.stream : -1;
-    if (retry_ >= 0) interval_ = kExplore;
+    if (retry_ >= 0) interval_ = explore_;
     e = (e <= 0 || c.explore) ? x : 0.7 * e + 0.3 * x;
   }
 
@@ -78,9 +101,13 @@ class StoreChooser {
   uint64_t explore_interval() const { return interval_; }
 
  private:
+  int64_t min_bytes_;
+  uint64_t explore_, max_explore_;
+  int samples_;
+  int timed_[2] = {0, 0};  // timings of each way
   double ns_per_byte_[2] = {0, 0};  // [plain, streaming]
   uint64_t calls_ = 0;              // large calls since the last try
-  uint64_t interval_ = kExplore;    // large calls from one try to the next
+  uint64_t interval_;               // large calls from one try to the next
   bool warm_ = false;
   int retry_ = -1;  // the way to try next (1: streaming) after a surprise
 };
@@ -94,10 +121,8 @@ class StoreTimer {
       : chooser_(chooser),
         bytes_(bytes),
         choice_(chooser->Choose(bytes)),
-        timed_(bytes >= StoreChooser::kMinBytes),
-        start_(timed_ ? Clock::now() : Clock::time_point()) {
-    if (timed_) CountStoreChoice(choice_.stream);
-  }
+        timed_(bytes >= chooser->min_bytes()),
+        start_(timed_ ? Clock::now() : Clock::time_point()) {}
   bool stream() const { return choice_.stream; }
   // Around each barrier: only the first one's wait is left out.
   void Waiting() {
@@ -107,9 +132,12 @@ class StoreTimer {
     if (timed_ && !waited_) start_ = Clock::now();
     waited_ = true;
   }
-  // The call succeeded: its time counts.
+  // The call succeeded through the slots: its time counts (a call that
+  // took another path, or failed, counts nowhere).
   void Done() {
-    if (timed_) chooser_->Record(choice_, bytes_, ns_ + Since(start_));
+    if (!timed_) return;
+    CountStoreChoice(choice_.stream);
+    chooser_->Record(choice_, bytes_, ns_ + Since(start_));
   }
 
  private:

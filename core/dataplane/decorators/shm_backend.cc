@@ -1,0 +1,115 @@
+// ShmComm's other path for a large allreduce of regions: the backend's own
+// allreduce on the tensors where they lie (shm_comm.h).
+//
+// On one host Open MPI reduces in place by reading the peer's buffer with
+// one kernel copy (cma); the slots hand each byte between the members'
+// caches. On the 16-core machine at np=2 Open MPI's was 7-12% faster; on
+// the 2-core VM the slots mostly were, and raw MPI itself swings 2x
+// between launches (docs/benchmarks.md), so no fixed choice is right
+// everywhere and this path is asked for (HVD_SHARED_MEMORY_MPI_ALLREDUCE=1).
+// Member 0 times each path from the call's first barrier to its end and
+// uses the faster (a StoreChooser: each path timed twice in turn first, the
+// other tried now and then, and at once after a surprise). Its choice
+// travels in Member::backend before that barrier, so every member takes the
+// same path; CheckCounts has run by then, so the backend never sees members
+// with different counts.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/common/reduce.h"
+#include "core/common/traffic.h"
+#include "core/dataplane/decorators/shm_comm.h"
+#include "core/dataplane/decorators/shm_regions.h"
+
+namespace hvd {
+
+using shm_regions::At;
+using shm_regions::Walk;
+
+// Member 0 chooses (and publishes) the path of a call of `bytes`; the
+// others' choice is not used.
+StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity) {
+  if (rank() != 0 || !BackendEligible(bytes)) return {};
+  const StoreChooser::Choice way =
+      forced_ >= 0 ? StoreChooser::Choice{forced_ == 1, false} : path_.Choose(bytes);
+  __atomic_store_n(&member(0).backend[parity], way.stream ? 1 : 0, __ATOMIC_RELAXED);
+  return way;
+}
+
+// Member 0 took `backend` for a call it chose `way` for, from `start` to now.
+void ShmComm::RecordPath(StoreChooser::Choice way, bool backend, int64_t bytes,
+                         std::chrono::steady_clock::time_point start) {
+  if (rank() != 0 || forced_ >= 0 || !BackendEligible(bytes) || backend != way.stream) return;
+  const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;
+  path_.Record(way, bytes, ns.count());
+}
+
+// After the call's first barrier: whether member 0 chose the backend.
+bool ShmComm::BackendChosen(int64_t bytes, int64_t parity) const {
+  return BackendEligible(bytes) &&
+         __atomic_load_n(&member(0).backend[parity], __ATOMIC_RELAXED) == 1;
+}
+
+// What a call through the backend works on.
+struct ShmComm::BackendCall {
+  const std::vector<DirectRegion>& regions;
+  const std::vector<int64_t>& starts;  // shm_regions::Starts(regions)
+  int64_t count, es;
+  DataType dt;
+  ReduceOp op;
+  double post;
+};
+
+Status ShmComm::BackendPiece(const void* in, void* out, int64_t n, const BackendCall& c) {
+  AllreduceOptions o(in, out, n, c.dt, c.op);
+  if (c.post != 1.0) {  // scaled while the backend's piece is in cache
+    o.drain = [&](int64_t off, int64_t m) {
+      ScaleBuffer(static_cast<uint8_t*>(out) + off * c.es, m, c.dt, c.post);
+      return Status::OK();
+    };
+  }
+  return inner().Allreduce(o);
+}
+
+// Pieces of kBackendPieceBytes, the same on every member: one that lies in
+// one of my tensors goes straight from its input to its output (in place
+// where they are one); one across tensors, or a joined rank's zeros,
+// through staged_.
+Status ShmComm::RunBackend(const std::vector<DirectRegion>& regions,
+                           const std::vector<int64_t>& starts, int64_t count, DataType dt,
+                           ReduceOp op, double post) {
+  const BackendCall c{regions, starts, count, static_cast<int64_t>(DataTypeSize(dt)), dt, op, post};
+  const int64_t piece = std::max<int64_t>(1, kBackendPieceBytes / c.es);
+  for (int64_t off = 0; off < c.count; off += piece) {
+    const int64_t n = std::min(piece, c.count - off);
+    const DirectRegion* whole = nullptr;
+    int64_t at = 0;
+    Walk(c.regions, c.starts, off, n, [&](const DirectRegion& g, int64_t a, int64_t, int64_t m) {
+      if (m == n && g.in) {
+        whole = &g;
+        at = a;
+      }
+    });
+    if (whole) {
+      HVD_RETURN_IF_ERROR(BackendPiece(At(whole->in, at, c.es), At(whole->out, at, c.es), n, c));
+      continue;
+    }
+    staged_.resize(static_cast<size_t>(piece * c.es));
+    uint8_t* buf = staged_.data();
+    Walk(c.regions, c.starts, off, n, [&](const DirectRegion& g, int64_t a, int64_t to, int64_t m) {
+      if (!g.in) return ZeroBuffer(buf + to * c.es, m, c.dt);
+      std::memcpy(buf + to * c.es, At(g.in, a, c.es), static_cast<size_t>(m * c.es));
+    });
+    HVD_RETURN_IF_ERROR(BackendPiece(buf, buf, n, c));
+    Walk(c.regions, c.starts, off, n, [&](const DirectRegion& g, int64_t a, int64_t to, int64_t m) {
+      std::memcpy(At(g.out, a, c.es), buf + to * c.es, static_cast<size_t>(m * c.es));
+    });
+    CountMoved(4 * n * c.es);  // staged in and out
+  }
+  ++backend_calls_;
+  CountBackendCall();
+  return Status::OK();
+}
+
+}  // namespace hvd
