@@ -408,8 +408,8 @@ typedef struct hvd_stats {
                                    data movement the caller did not hide
                                    behind its own work */
   uint64_t shm_backend_calls;   /* host-local allreduces of 2 MiB or more that
-                                   took MPI's own allreduce, timed as faster
-                                   than the segment at the time
+                                   took MPI's own allreduce: tried, or timed
+                                   faster than the segment at the time
                                    (HVD_SHARED_MEMORY_MPI_ALLREDUCE=1) */
 } hvd_stats;
 
