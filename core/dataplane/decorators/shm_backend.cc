@@ -15,7 +15,6 @@
 // with different counts.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "core/common/reduce.h"
 #include "core/common/traffic.h"
@@ -97,13 +96,10 @@ Status ShmComm::RunBackend(const std::vector<DirectRegion>& regions,
     }
     staged_.resize(static_cast<size_t>(piece * c.es));
     uint8_t* buf = staged_.data();
-    Walk(c.regions, c.starts, off, n, [&](const DirectRegion& g, int64_t a, int64_t to, int64_t m) {
-      if (!g.in) return ZeroBuffer(buf + to * c.es, m, c.dt);
-      std::memcpy(buf + to * c.es, At(g.in, a, c.es), static_cast<size_t>(m * c.es));
-    });
+    shm_regions::In(c.regions, c.starts, off, n, buf, c.es, c.dt);
     HVD_RETURN_IF_ERROR(BackendPiece(buf, buf, n, c));
     Walk(c.regions, c.starts, off, n, [&](const DirectRegion& g, int64_t a, int64_t to, int64_t m) {
-      std::memcpy(At(g.out, a, c.es), buf + to * c.es, static_cast<size_t>(m * c.es));
+      shm_regions::Out(false, g, a, buf + to * c.es, m, c.es);
     });
     CountMoved(4 * n * c.es);  // staged in and out
   }

@@ -1,6 +1,7 @@
 // Walking a table of DirectRegions (tensors where they lie, back to back in
 // the elements of one allreduce): what ShmComm's allreduces of regions
-// share (shm_direct.cc reads the peers' tables, shm_shared.cc its own).
+// share (shm_direct.cc reads the peers' tables, shm_shared.cc and
+// shm_backend.cc their own).
 #pragma once
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/backends/comm.h"
+#include "core/common/reduce.h"
 #include "core/common/stream_copy.h"
 
 namespace hvd {
@@ -36,6 +38,16 @@ void Walk(const std::vector<DirectRegion>& t, const std::vector<int64_t>& starts
 
 inline uint8_t* At(uint64_t addr, int64_t elem, int64_t es) {
   return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(addr)) + elem * es;
+}
+
+// The inputs of elements [a, a + m) into `to`, back to back; zeros where a
+// region has no input (a joined rank's part).
+inline void In(const std::vector<DirectRegion>& t, const std::vector<int64_t>& starts, int64_t a,
+               int64_t m, uint8_t* to, int64_t es, DataType dt) {
+  Walk(t, starts, a, m, [&](const DirectRegion& g, int64_t at, int64_t into, int64_t n) {
+    if (!g.in) return ZeroBuffer(to + into * es, n, dt);
+    std::memcpy(to + into * es, At(g.in, at, es), static_cast<size_t>(n * es));
+  });
 }
 
 // n results from `from` into region g's output at element `at`: streamed

@@ -108,11 +108,7 @@ void ShmComm::SharedReduce(const SharedCall& c, int64_t k) {
     uint8_t* place = slot(k, rank()) + (s.lo + b) * es;
     // Streaming: reduced in a private block, then streamed to the slot.
     uint8_t* acc = c.slot_stream ? block_.data() : place;
-    Walk(c.regions, c.starts, at0, m,
-         [&](const DirectRegion& g, int64_t at, int64_t to, int64_t j) {
-           if (!g.in) return ZeroBuffer(acc + to * es, j, c.dt);
-           std::memcpy(acc + to * es, At(g.in, at, es), static_cast<size_t>(j * es));
-         });
+    shm_regions::In(c.regions, c.starts, at0, m, acc, es, c.dt);
     for (int r = 0; r < size(); ++r) {
       if (r != rank()) ReduceInto(acc, slot(k, r) + (s.lo + b) * es, m, c.dt, c.op);
     }
