@@ -164,10 +164,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   const StoreChooser::Choice way = ChoosePath(count * es, parity);
   if (!mapped) SharedCopyIn(c, c.first);
   HVD_RETURN_IF_ERROR(Barrier(&timer));
-  // Member 0 times its path from here (no clock read where there is no choice).
-  const auto start = rank() == 0 && BackendEligible(count * es)
-                         ? std::chrono::steady_clock::now()
-                         : std::chrono::steady_clock::time_point();
+  const auto start = std::chrono::steady_clock::now();  // member 0 times its path from here
   HVD_RETURN_IF_ERROR(CheckCounts(parity, count));
   int members_mapped = 0;
   for (int r = 0; r < size(); ++r) {
