@@ -116,7 +116,8 @@ ShmComm::ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segm
       check_pids_(check_pids),
       spin_(SpinBudget(size())),
       backend_min_bytes_(backend_min_bytes),
-      path_(std::max<int64_t>(backend_min_bytes, 1), kPathExplore, kPathMaxExplore, kPathSamples) {}
+      path_(std::max<int64_t>(backend_min_bytes, 1), kPathExplore, kPathMaxExplore,
+            kPathSamples) {}
 
 ShmComm::Member& ShmComm::member(int r) const {
   return reinterpret_cast<Member*>(segment_->data())[r];
@@ -125,16 +126,6 @@ ShmComm::Member& ShmComm::member(int r) const {
 uint8_t* ShmComm::slot(int64_t round, int r) const {
   const int64_t set = round % kSets;
   return segment_->data() + size() * sizeof(Member) + (set * size() + r) * slot_bytes_;
-}
-
-// A member writes a part again kSets * parts rounds after it last did, not
-// kSets: by then the others' copies of its lines have left their caches.
-// Writing one part over and over, each write first had to take the line back
-// from the member that had just read it: 15-20% of an allreduce of 21-528 MB
-// at np = 2 (docs/benchmarks.md, "Slots in turn").
-uint8_t* ShmComm::slot(int64_t round, int r, int64_t round_bytes) const {
-  const int64_t parts = slot_bytes_ / round_bytes;
-  return slot(round, r) + (round / kSets) % parts * round_bytes;
 }
 
 void ShmComm::Abort() {
@@ -252,21 +243,18 @@ Status ShmComm::RunRounds(int64_t count, DataType dt, ReduceOp op, const Gather&
   const int64_t piece = round_bytes_ / es;
   for (int64_t off = 0; off < count; off += piece, ++round_) {
     const int64_t n = std::min(piece, count - off);
-    HVD_RETURN_IF_ERROR(gather(off, n, slot(round_, rank(), round_bytes_)));
+    HVD_RETURN_IF_ERROR(gather(off, n, slot(round_, rank())));
     HVD_RETURN_IF_ERROR(Barrier());
     const Share mine = ShareOf(n, size(), rank());
-    uint8_t* acc = slot(round_, rank(), round_bytes_) + mine.lo * es;
+    uint8_t* acc = slot(round_, rank()) + mine.lo * es;
     for (int r = 0; r < size() && mine.n > 0; ++r) {
-      if (r != rank()) {
-        ReduceInto(acc, slot(round_, r, round_bytes_) + mine.lo * es, mine.n, dt, op);
-      }
+      if (r != rank()) ReduceInto(acc, slot(round_, r) + mine.lo * es, mine.n, dt, op);
     }
     CountMoved(3 * (size() - 1) * mine.n * es);  // acc and a slot read, acc written, per other
     HVD_RETURN_IF_ERROR(Barrier());
     for (int r = 0; r < size(); ++r) {
       const Share s = ShareOf(n, size(), r);
-      if (s.n == 0) continue;
-      HVD_RETURN_IF_ERROR(scatter(off + s.lo, s.n, slot(round_, r, round_bytes_) + s.lo * es));
+      if (s.n > 0) HVD_RETURN_IF_ERROR(scatter(off + s.lo, s.n, slot(round_, r) + s.lo * es));
     }
   }
   return Status::OK();

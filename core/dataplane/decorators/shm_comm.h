@@ -176,9 +176,6 @@ class ShmComm : public ForwardingComm {
   static_assert(sizeof(Member) % 64 == 0, "whole cache lines per member");
   Member& member(int r) const;
   uint8_t* slot(int64_t round, int r) const;
-  // The same for a collective in rounds of `round_bytes` (at most a slot):
-  // the rounds of a set take the round-sized parts of its slot in turn.
-  uint8_t* slot(int64_t round, int r, int64_t round_bytes) const;
   Status Guard(const Status& s);
   Status Unusable() const;
   Status Barrier();

@@ -21,8 +21,7 @@
 // rounds take 5.5 (copy everything in, reduce in the slot, copy everything
 // out), and one barrier per round instead of two: after barrier k a member
 // does E(k-1), C(k) and A(k+1), so between two barriers set k-1 is read,
-// set k read and written and set k+1 written (ShmComm keeps three; the
-// rounds of a set take the round-sized parts of its slots in turn).
+// set k read and written and set k+1 written (ShmComm keeps three).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -61,7 +60,6 @@ struct ShmComm::SharedCall {
   void Out(const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n) const {
     shm_regions::Out(stream, g, at, from, n, es);
   }
-  uint8_t* Slot(const ShmComm& comm, int64_t k, int r) const { return comm.slot(k, r, piece * es); }
 };
 
 // Whether every member allreduces `count` elements in the call of this
@@ -85,7 +83,7 @@ Status ShmComm::CheckCounts(int64_t parity, int64_t count) {
 // A(k): my input of the others' shares into my slot, each at its place.
 void ShmComm::SharedCopyIn(const SharedCall& c, int64_t k) {
   const int64_t w = c.width(k), es = c.es;
-  uint8_t* mine = c.Slot(*this, k, rank());
+  uint8_t* mine = slot(k, rank());
   for (int r = 0; r < size(); ++r) {
     const Share s = ShareOf(w, size(), r);
     if (r == rank() || s.n == 0) continue;
@@ -107,12 +105,12 @@ void ShmComm::SharedReduce(const SharedCall& c, int64_t k) {
   const int64_t block = std::max<int64_t>(1, kBlockBytes / es);
   for (int64_t b = 0; b < s.n; b += block) {
     const int64_t m = std::min(block, s.n - b), at0 = c.base(k) + s.lo + b;
-    uint8_t* place = c.Slot(*this, k, rank()) + (s.lo + b) * es;
+    uint8_t* place = slot(k, rank()) + (s.lo + b) * es;
     // Streaming: reduced in a private block, then streamed to the slot.
     uint8_t* acc = c.slot_stream ? block_.data() : place;
     shm_regions::In(c.regions, c.starts, at0, m, acc, es, c.dt);
     for (int r = 0; r < size(); ++r) {
-      if (r != rank()) ReduceInto(acc, c.Slot(*this, k, r) + (s.lo + b) * es, m, c.dt, c.op);
+      if (r != rank()) ReduceInto(acc, slot(k, r) + (s.lo + b) * es, m, c.dt, c.op);
     }
     if (c.post != 1.0) ScaleBuffer(acc, m, c.dt, c.post);
     if (acc != place) ToSlot(c.slot_stream, place, acc, m * es);
@@ -132,7 +130,7 @@ void ShmComm::SharedCopyOut(const SharedCall& c, int64_t k) {
   for (int r = 0; r < size(); ++r) {
     const Share s = ShareOf(w, size(), r);
     if (r == rank() || s.n == 0) continue;
-    const uint8_t* theirs = c.Slot(*this, k, r) + s.lo * es;
+    const uint8_t* theirs = slot(k, r) + s.lo * es;
     Walk(c.regions, c.starts, c.base(k) + s.lo, s.n,
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
            c.Out(g, at, theirs + to * es, m);
