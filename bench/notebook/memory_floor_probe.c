@@ -40,9 +40,10 @@ int main(int argc, char** argv) {
     if (t3 - t2 < copy) copy = t3 - t2;
   }
   if (rank == 0) {
-    printf("528 MiB per rank, both ranks at once, best of 8: x[i] += 1 %.1f ms (%.1f GB/s read "
-           "+ written per rank), memcpy %.1f ms (check %.0f)\n",
-           rmw * 1e3, 2.0 * n * sizeof(float) / rmw / 1e9, copy * 1e3, (double)b[n - 1]);
+    printf(
+        "528 MiB per rank, both ranks at once, best of 8: x[i] += 1 %.1f ms (%.1f GB/s read "
+        "+ written per rank), memcpy %.1f ms (check %.0f)\n",
+        rmw * 1e3, 2.0 * n * sizeof(float) / rmw / 1e9, copy * 1e3, (double)b[n - 1]);
   }
   free(a);
   free(b);
