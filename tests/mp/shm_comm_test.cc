@@ -4,7 +4,8 @@
 // around multiples of the slot (many rounds, a short last round, uneven and empty blocks),
 // in place and not, integer, float and 16-bit types, every reduction, slots
 // written with plain and streaming stores; large allreduces through MPI's
-// own allreduce instead (forced, and as member 0 chooses for all); the
+// own allreduce instead (forced, and as member 0 chooses for all); rounds
+// placed in the slots as member 0 chooses for all; the
 // segment leaves nothing in /dev/shm; a member that does not arrive times
 // out (then every later call fails), and Abort from another thread ends a
 // wait at once.
@@ -277,6 +278,32 @@ TEST(ShmComm, MemberZeroChoosesThePathForEveryone) {
   off->ForcePath(true);
   CheckAllreduce<float>(*off, DataType::kFloat32, ReduceOp::kSum, 5000, true);
   EXPECT_EQ(off->backend_calls(), 0);
+}
+
+// Rounds smaller than a slot: member 0 times its large calls with the
+// rounds in the first part of their slots and with the parts in turn, and
+// publishes the next large call's placement (shm_shared.cc). Calls of one
+// slot and less come in between. Exact results; both placements timed; the
+// same calls took the parts in turn on every member.
+TEST(ShmComm, MemberZeroChoosesThePlacementForEveryone) {
+  // 4 MiB slots hold at least 4 rounds whatever the L2 (SharedRoundBytes).
+  std::unique_ptr<ShmComm> shm = MakeShm(int64_t{4} << 20, 60, /*peer_reads=*/false);
+  ASSERT_TRUE(shm);
+  for (int i = 0; i < 24; ++i) {
+    const int64_t large = (int64_t{5} << 20) / 4 + 1000 * i + 7;
+    CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum, large, i % 2 == 0);
+    if (i % 3 == 0) CheckAllreduce<int32_t>(*shm, DataType::kInt32, ReduceOp::kMax, 3000, false);
+    if (HasFatalFailure()) return;
+  }
+  if (Rank() == 0) {
+    EXPECT_GT(shm->placement().ns_per_byte(false), 0.0);
+    EXPECT_GT(shm->placement().ns_per_byte(true), 0.0);
+  }
+  int64_t calls[2] = {shm->turns_calls(), -shm->turns_calls()};
+  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, calls, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  EXPECT_GE(calls[0], 2);
+  EXPECT_EQ(calls[0], -calls[1]) << "members placed the rounds differently";
 }
 
 // An allreduce reads one set of slots while it writes the next; the other

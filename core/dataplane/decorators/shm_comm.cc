@@ -116,8 +116,8 @@ ShmComm::ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segm
       check_pids_(check_pids),
       spin_(SpinBudget(size())),
       backend_min_bytes_(backend_min_bytes),
-      path_(std::max<int64_t>(backend_min_bytes, 1), kPathExplore, kPathMaxExplore,
-            kPathSamples) {}
+      path_(std::max<int64_t>(backend_min_bytes, 1), kPathExplore, kPathMaxExplore, kPathSamples),
+      placement_(slot_bytes + 1, StoreChooser::kExplore, StoreChooser::kMaxExplore, kPathSamples) {}
 
 ShmComm::Member& ShmComm::member(int r) const {
   return reinterpret_cast<Member*>(segment_->data())[r];
@@ -126,6 +126,11 @@ ShmComm::Member& ShmComm::member(int r) const {
 uint8_t* ShmComm::slot(int64_t round, int r) const {
   const int64_t set = round % kSets;
   return segment_->data() + size() * sizeof(Member) + (set * size() + r) * slot_bytes_;
+}
+
+uint8_t* ShmComm::slot(int64_t round, int r, int64_t round_bytes) const {
+  const int64_t parts = slot_bytes_ / round_bytes;
+  return slot(round, r) + (round / kSets) % parts * round_bytes;
 }
 
 void ShmComm::Abort() {

@@ -90,8 +90,9 @@ class ShmComm : public ForwardingComm {
   // at once as a call much slower than its path's figure (StoreChooser's
   // surprise), so tries can be rare.
   static constexpr uint64_t kPathExplore = 32, kPathMaxExplore = 256;
-  // Timings of each path, in turn, before the first choice: one can be
-  // cold, or caught in a moment of the other members' noise.
+  // Timings of each path (and each placement, below), in turn, before the
+  // first choice: one can be cold, or caught in a moment of the other
+  // members' noise.
   static constexpr int kPathSamples = 2;
 
   ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment, int64_t slot_bytes,
@@ -119,6 +120,11 @@ class ShmComm : public ForwardingComm {
   // Tests: every allreduce that may take the backend's path takes it (or
   // the slots: false), untimed; only member 0's call counts.
   void ForcePath(bool backend) { forced_ = backend ? 1 : 0; }
+  // Allreduces of regions in rounds smaller than a slot place their rounds
+  // as member 0 finds faster (shm_shared.cc, "placement"): its figures
+  // (way 1: the slots' parts in turn), and the calls that took them in turn.
+  const StoreChooser& placement() const { return placement_; }
+  int64_t turns_calls() const { return turns_calls_; }
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -172,10 +178,17 @@ class ShmComm : public ForwardingComm {
     // Member 0's path for the allreduce of regions of this parity, written
     // before its first barrier (1: the backend's allreduce).
     int32_t backend[2];
+    // Member 0's placement for the coming allreduces of regions in rounds
+    // smaller than a slot (1: the parts in turn), written before a large
+    // call's last barrier and read by every member after it.
+    int32_t turns;
   };
   static_assert(sizeof(Member) % 64 == 0, "whole cache lines per member");
   Member& member(int r) const;
   uint8_t* slot(int64_t round, int r) const;
+  // The same for rounds of `round_bytes` (at most a slot) that take the
+  // round-sized parts of the set's slots in turn.
+  uint8_t* slot(int64_t round, int r, int64_t round_bytes) const;
   Status Guard(const Status& s);
   Status Unusable() const;
   Status Barrier();
@@ -193,6 +206,7 @@ class ShmComm : public ForwardingComm {
   void SharedCopyIn(const SharedCall& c, int64_t k);
   void SharedReduce(const SharedCall& c, int64_t k);
   void SharedCopyOut(const SharedCall& c, int64_t k);
+  void ChooseTurns(int64_t bytes, std::chrono::steady_clock::time_point start);
   struct MappedEntry;  // shm_mapped.cc
   int64_t PublishMapped(const std::vector<DirectRegion>& regions, int64_t es, int64_t parity);
   Status RunMapped(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
@@ -236,8 +250,12 @@ class ShmComm : public ForwardingComm {
   int64_t backend_min_bytes_;  // -1: the slots only
   StoreChooser path_;          // member 0's: slots or the backend
   int64_t backend_calls_ = 0;
-  int forced_ = -1;              // ForcePath's way (-1: none)
-  std::vector<uint8_t> staged_;  // a backend piece across tensors
+  int forced_ = -1;                    // ForcePath's way (-1: none)
+  std::vector<uint8_t> staged_;        // a backend piece across tensors
+  StoreChooser placement_;             // member 0's: one part per set, or the parts in turn
+  StoreChooser::Choice turns_choice_;  // member 0's: what turns_ came from
+  bool turns_ = false;                 // this member's placement for the next large call
+  int64_t turns_calls_ = 0;
   std::atomic<bool> aborted_{false};
   Status failed_;
   bool peer_reads_ = false;

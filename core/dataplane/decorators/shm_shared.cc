@@ -22,6 +22,18 @@
 // out), and one barrier per round instead of two: after barrier k a member
 // does E(k-1), C(k) and A(k+1), so between two barriers set k-1 is read,
 // set k read and written and set k+1 written (ShmComm keeps three).
+//
+// Placement: rounds smaller than a slot (128 KiB rounds in 1 MiB slots
+// here) can all use the first part of their set's slots, or take the slot's
+// parts in turn (round k: part (k / kSets) % parts). In turn, a member
+// rewrites a line 24 rounds after the others read it instead of 3, when
+// their copies have left their caches: 15-21% faster at np = 2 while the
+// members' cores share a cache. When they do not (the VM's slow state,
+// docs/benchmarks.md), the first part stays warmer and in turn is 23%
+// slower. So member 0 times its large calls each way (a StoreChooser, as
+// for the stores) and publishes the placement of the next large call
+// before this one's last barrier; every member reads it after that barrier,
+// so all place the rounds alike.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -57,6 +69,10 @@ struct ShmComm::SharedCall {
   int64_t base(int64_t k) const { return (k - first) * piece; }
   int64_t width(int64_t k) const { return std::min(piece, count - base(k)); }
   bool slot_stream = false;  // what the others read is written with streaming stores
+  bool turns = false;        // rounds take their slots' parts in turn
+  uint8_t* Slot(const ShmComm& comm, int64_t k, int r) const {
+    return turns ? comm.slot(k, r, piece * es) : comm.slot(k, r);
+  }
   void Out(const DirectRegion& g, int64_t at, const uint8_t* from, int64_t n) const {
     shm_regions::Out(stream, g, at, from, n, es);
   }
@@ -83,7 +99,7 @@ Status ShmComm::CheckCounts(int64_t parity, int64_t count) {
 // A(k): my input of the others' shares into my slot, each at its place.
 void ShmComm::SharedCopyIn(const SharedCall& c, int64_t k) {
   const int64_t w = c.width(k), es = c.es;
-  uint8_t* mine = slot(k, rank());
+  uint8_t* mine = c.Slot(*this, k, rank());
   for (int r = 0; r < size(); ++r) {
     const Share s = ShareOf(w, size(), r);
     if (r == rank() || s.n == 0) continue;
@@ -105,12 +121,12 @@ void ShmComm::SharedReduce(const SharedCall& c, int64_t k) {
   const int64_t block = std::max<int64_t>(1, kBlockBytes / es);
   for (int64_t b = 0; b < s.n; b += block) {
     const int64_t m = std::min(block, s.n - b), at0 = c.base(k) + s.lo + b;
-    uint8_t* place = slot(k, rank()) + (s.lo + b) * es;
+    uint8_t* place = c.Slot(*this, k, rank()) + (s.lo + b) * es;
     // Streaming: reduced in a private block, then streamed to the slot.
     uint8_t* acc = c.slot_stream ? block_.data() : place;
     shm_regions::In(c.regions, c.starts, at0, m, acc, es, c.dt);
     for (int r = 0; r < size(); ++r) {
-      if (r != rank()) ReduceInto(acc, slot(k, r) + (s.lo + b) * es, m, c.dt, c.op);
+      if (r != rank()) ReduceInto(acc, c.Slot(*this, k, r) + (s.lo + b) * es, m, c.dt, c.op);
     }
     if (c.post != 1.0) ScaleBuffer(acc, m, c.dt, c.post);
     if (acc != place) ToSlot(c.slot_stream, place, acc, m * es);
@@ -130,13 +146,24 @@ void ShmComm::SharedCopyOut(const SharedCall& c, int64_t k) {
   for (int r = 0; r < size(); ++r) {
     const Share s = ShareOf(w, size(), r);
     if (r == rank() || s.n == 0) continue;
-    const uint8_t* theirs = slot(k, r) + s.lo * es;
+    const uint8_t* theirs = c.Slot(*this, k, r) + s.lo * es;
     Walk(c.regions, c.starts, c.base(k) + s.lo, s.n,
          [&](const DirectRegion& g, int64_t at, int64_t to, int64_t m) {
            c.Out(g, at, theirs + to * es, m);
          });
   }
   CountMoved(2 * (w - ShareOf(w, size(), rank()).n) * es);
+}
+
+// Member 0, before a large call's last barrier: the call's time from its
+// first barrier counts for the placement it took; the next large call's
+// placement is published.
+void ShmComm::ChooseTurns(int64_t bytes, std::chrono::steady_clock::time_point start) {
+  if (bytes < placement_.min_bytes()) return;
+  const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;
+  placement_.Record(turns_choice_, bytes, ns.count());
+  turns_choice_ = placement_.Choose(bytes);
+  __atomic_store_n(&member(0).turns, turns_choice_.stream ? 1 : 0, __ATOMIC_RELAXED);
 }
 
 Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
@@ -153,6 +180,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   const int64_t round = count * es <= slot_bytes_ ? slot_bytes_ : round_bytes_;
   c.piece = std::max<int64_t>(1, round / es);
   c.first = round_;
+  c.turns = turns_;
   static const int64_t stream_bytes = StreamingStoreBytes();
   c.stream = count * es >= stream_bytes;
   StoreTimer timer(&stores_[kAllreduceStores], count * es);
@@ -188,7 +216,10 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     SharedReduce(c, k);
     if (k < last) SharedCopyIn(c, k + 1);
   }
+  if (rank() == 0) ChooseTurns(count * es, start);
   HVD_RETURN_IF_ERROR(Barrier());
+  turns_ = __atomic_load_n(&member(0).turns, __ATOMIC_RELAXED) == 1;
+  turns_calls_ += c.turns && c.piece * es < slot_bytes_;
   SharedCopyOut(c, last);
   round_ = last + 1;
   timer.Done();
