@@ -17,8 +17,10 @@
 // what they read is the same.
 //
 // ShmComm also uses one to choose between two paths of a large allreduce
-// (the slots, or the backend's own allreduce: shm_backend.cc); there way 1
-// ("stream") is the backend, and member 0's choice is everyone's.
+// (the slots, or the backend's own allreduce: shm_backend.cc), and one to
+// place an allreduce's rounds in the slots (shm_shared.cc); there way 1
+// ("stream") is the backend, or the slots' parts in turn, and member 0's
+// choice is everyone's.
 #pragma once
 
 #include <algorithm>
@@ -104,7 +106,7 @@ class StoreChooser {
   int64_t min_bytes_;
   uint64_t explore_, max_explore_;
   int samples_;
-  int timed_[2] = {0, 0};  // timings of each way
+  int timed_[2] = {0, 0};           // timings of each way
   double ns_per_byte_[2] = {0, 0};  // [plain, streaming]
   uint64_t calls_ = 0;              // large calls since the last try
   uint64_t interval_;               // large calls from one try to the next
