@@ -2,8 +2,10 @@
 """ab_libs: two ways of running hvd, launch by launch in turn (A B B A ...):
 two builds of libhvd, or one build with environment variables set two ways,
 or both. Each launch is `hvd_bench --paired --rounds 1` at np=2 under
-mpirun; prints, per set, the paired ratio (hvd in place / best in-place raw
-pattern of the same launch) as min / median / max over each way's launches.
+mpirun (with --torch, bench/python/launch_bench.py --paired through
+hvd.torch: one init for all the sets, as a training script has); prints,
+per set, the paired ratio (hvd in place / best in-place raw pattern of the
+same launch) as min / median / max over each way's launches.
 
     /usr/bin/python3 bench/launches/ab_libs.py --a OLD_LIBDIR --b build/capi -n 6
     /usr/bin/python3 bench/launches/ab_libs.py --env-a HVD_SHARED_MEMORY_MPI_ALLREDUCE=1 \
@@ -35,9 +37,15 @@ def launch(libdir, assignments, csv_path, args):
         name, _, value = a.partition("=")
         env[name] = value
         forward += ["-x", name]
-    cmd = ["nice", "-n", "-10", "mpirun", "-np", "2", "--bind-to", "core"] + forward + [
-        args.bench, "--workloads", ",".join(args.sets), "--rounds", "1", "--paired",
-        "--csv", csv_path]
+    if args.torch:
+        env.update(PYTHONPATH=os.path.join(ROOT, "build", "python"), OMP_NUM_THREADS="1")
+        forward += ["-x", "PYTHONPATH", "-x", "OMP_NUM_THREADS"]
+        bench = ["/usr/bin/python3", os.path.join(ROOT, "bench", "python", "launch_bench.py"),
+                 "--sets"]
+    else:
+        bench = [args.bench, "--workloads"]
+    cmd = ["nice", "-n", "-10", "mpirun", "-np", "2", "--bind-to", "core"] + forward + bench + [
+        ",".join(args.sets), "--rounds", "1", "--paired", "--csv", csv_path]
     with open(csv_path[:-4] + ".txt", "w") as log:
         return subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
 
@@ -46,8 +54,9 @@ def ratios(csv_path):
     """{set: paired ratio} of one launch (read_csv stops on a wrong result)."""
     out = {}
     for name, rows in read_csv(csv_path).items():
-        if "hvd, in place (paired)" in rows:
-            out[name] = rows["hvd, in place (paired)"] / rows["best raw MPI (paired)"]
+        for impl in ("hvd, in place (paired)", "hvd (paired)"):  # hvd_bench's, launch_bench's
+            if impl in rows:
+                out[name] = rows[impl] / rows["best raw MPI (paired)"]
     return out
 
 
@@ -62,6 +71,8 @@ def main():
     p.add_argument("-n", type=int, default=6, help="launches of each build")
     p.add_argument("--sets", default=",".join(SETS))
     p.add_argument("--bench", default=os.path.join(ROOT, "build", "bin", "hvd_bench"))
+    p.add_argument("--torch", action="store_true",
+                   help="through hvd.torch (launch_bench.py) instead of the C API")
     p.add_argument("--out", default="/tmp/ab_libs")
     args = p.parse_args()
     args.sets = args.sets.split(",")

@@ -4,12 +4,15 @@
 Needs a throwaway build whose library reads an environment variable per call
 and forces a way with it (unset: hvd chooses), e.g. for the rounds' placement
 in shm_shared.cc, `c.turns = getenv("HVD_X_TURNS") ? ... : turns_;` (member 0
-then skips ChooseTurns), or for the stores in StoreTimer, HVD_X_STREAM. The
+then skips ChooseTurns), or for the stores in StoreTimer, HVD_X_STREAM
+(one character per member, e.g. 01: member 0 plain, member 1 streaming;
+forced calls not recorded). The
 set is summed into one buffer, allreduced through hvd.torch as one tensor,
 beside raw mpi4py one call and in 4 MiB pieces (notebook, 2026-12-05 23:46).
 
     mpirun -np 2 /usr/bin/python3 forced_ways_probe.py SHAPES|W1 ITERS VAR [NAME=VALUE ...]
     e.g. ... mobilenet_v3_large_grads.txt 150 HVD_X_TURNS first=0 turns=1
+         ... W1 40 HVD_X_STREAM both_plain=00 both_stream=11 mixed=01
 """
 import math
 import os

@@ -16,8 +16,8 @@ struct HostTraffic {
   std::atomic<uint64_t> moved{0};
   std::atomic<uint64_t> allreduced{0};
   std::atomic<uint64_t> allreduces{0};  // collectives: a fused batch counts once
-  // Shared-memory collectives large enough that a rank chooses how it writes
-  // the segment (StoreChooser), and those it wrote with streaming stores.
+  // Shared-memory collectives large enough that how the members write the
+  // segment is chosen (AgreedStores: member 0 for all), and those streamed.
   std::atomic<uint64_t> shm_chosen{0};
   std::atomic<uint64_t> shm_streamed{0};
   // Allreduces between buffers from hvd_alloc_shared, skipping the slots.

@@ -200,6 +200,22 @@ TEST(ShmComm, AllreduceRegionsReadingPeersWhateverTheLayout) {
   CheckRegions(*shm);
 }
 
+// A choice member 0 makes for all (StoreChooser `chooser`, way 1 taken in
+// `calls` calls here): member 0 timed both ways, and every member took way
+// 1 in the same number of calls, at least 2 (its samples).
+void ExpectMemberZerosChoiceFollowed(const StoreChooser& chooser, int64_t calls,
+                                     const char* otherwise) {
+  if (Rank() == 0) {
+    EXPECT_GT(chooser.ns_per_byte(false), 0.0);
+    EXPECT_GT(chooser.ns_per_byte(true), 0.0);
+  }
+  int64_t most[2] = {calls, -calls};
+  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  EXPECT_GE(most[0], 2);
+  EXPECT_EQ(most[0], -most[1]) << "members " << otherwise;
+}
+
 // Every size through the slots: each member's own share reduced from its
 // input into its output, the others' through the slots (shm_shared.cc).
 TEST(ShmComm, AllreduceRegionsThroughSlotsWhateverTheLayout) {
@@ -207,10 +223,10 @@ TEST(ShmComm, AllreduceRegionsThroughSlotsWhateverTheLayout) {
   ASSERT_TRUE(shm);
   ASSERT_FALSE(shm->peer_reads());
   CheckRegions(*shm);
-  // Its large calls (1.5 MiB) were timed both ways, so both ways wrote the
-  // slots of calls whose results were checked (the third large call streams).
-  EXPECT_GT(shm->stores().ns_per_byte(false), 0.0);
-  EXPECT_GT(shm->stores().ns_per_byte(true), 0.0);
+  // Its large calls (1.5 MiB) were timed both ways on member 0, so both
+  // ways wrote the slots of calls whose results were checked, on every
+  // member alike (the fourth to sixth large calls stream).
+  ExpectMemberZerosChoiceFollowed(shm->stores(), shm->streamed_calls(), "wrote differently");
   // The default slot: a buffer of several rounds, in place.
   std::unique_ptr<ShmComm> big = MakeShm(ShmComm::kDefaultSlotBytes, 60, false);
   ASSERT_TRUE(big);
@@ -250,22 +266,6 @@ TEST(ShmComm, AllreduceThroughTheBackendWhateverTheLayout) {
   // Below the line the slots still run.
   CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum, 1000, true);
   EXPECT_EQ(shm->backend_calls(), 8);
-}
-
-// A choice member 0 makes for all (StoreChooser `chooser`, way 1 taken in
-// `calls` calls here): member 0 timed both ways, and every member took way
-// 1 in the same number of calls, at least 2 (its samples).
-void ExpectMemberZerosChoiceFollowed(const StoreChooser& chooser, int64_t calls,
-                                     const char* otherwise) {
-  if (Rank() == 0) {
-    EXPECT_GT(chooser.ns_per_byte(false), 0.0);
-    EXPECT_GT(chooser.ns_per_byte(true), 0.0);
-  }
-  int64_t most[2] = {calls, -calls};
-  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, most, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
-            MPI_SUCCESS);
-  EXPECT_GE(most[0], 2);
-  EXPECT_EQ(most[0], -most[1]) << "members " << otherwise;
 }
 
 // Unforced, member 0 times both paths and everyone follows its choice:
@@ -444,9 +444,10 @@ TEST(ShmComm, AlltoallvUnevenEmptyAndOnePair) {
 }
 
 // Each collective's large calls are timed with plain and streaming stores
-// into the slots (StoreChooser: the first large call untimed, then plain,
-// then streaming), so both ways wrote slots whose results are checked
-// exactly here, with slots that take many rounds and unaligned tails.
+// into the slots (member 0's StoreChooser: the first large call untimed,
+// then plain twice, then streaming, one call after member 0 chose it), so
+// both ways wrote slots whose results are checked exactly here, with slots
+// that take many rounds and unaligned tails, every member as member 0 chose.
 TEST(ShmComm, EveryCollectiveWritesItsSlotsBothWays) {
   std::unique_ptr<ShmComm> shm = MakeShm(64 << 10, 60, /*peer_reads=*/false);
   ASSERT_TRUE(shm);
@@ -456,7 +457,7 @@ TEST(ShmComm, EveryCollectiveWritesItsSlotsBothWays) {
   std::vector<int32_t> in(static_cast<size_t>(n * p)), out(static_cast<size_t>(n * p));
   for (int64_t i = 0; i < n * p; ++i) in[i] = static_cast<int32_t>(V(Rank(), i));
   auto byte = [](int from, int to, int64_t i) { return static_cast<int32_t>(from * 37 + to + i); };
-  for (int call = 0; call < 4; ++call) {
+  for (int call = 0; call < 6; ++call) {
     ASSERT_TRUE(
         shm->Reducescatter(in.data(), out.data(), counts, DataType::kInt32, ReduceOp::kSum).ok());
     for (int64_t i = 0; i < n; ++i) {
@@ -481,9 +482,8 @@ TEST(ShmComm, EveryCollectiveWritesItsSlotsBothWays) {
   }
   for (auto kind : {ShmComm::kReducescatterStores, ShmComm::kAllgatherStores,
                     ShmComm::kBroadcastStores, ShmComm::kAlltoallStores}) {
-    if (kind == ShmComm::kBroadcastStores && Rank() != root) continue;  // only the root writes
-    EXPECT_GT(shm->stores(kind).ns_per_byte(false), 0.0) << kind;
-    EXPECT_GT(shm->stores(kind).ns_per_byte(true), 0.0) << kind;
+    SCOPED_TRACE(kind);
+    ExpectMemberZerosChoiceFollowed(shm->stores(kind), shm->streamed_calls(kind), "differ");
   }
   EXPECT_EQ(shm->stores(ShmComm::kAllreduceStores).ns_per_byte(false), 0.0);
 }

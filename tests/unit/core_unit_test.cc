@@ -592,6 +592,48 @@ TEST(StoreChooser, TakesItsOwnLineAndIntervals) {
   EXPECT_FALSE(two.Choose(4096).stream);
 }
 
+// AgreedStores: member 0 chooses, publishes before each call's first
+// barrier and everyone reads after it, so both members take the same way in
+// every call; a choice stands until a large call takes it, so the large
+// calls' ways do not depend on the small calls between them.
+TEST(AgreedStores, EveryMemberTakesMemberZerosWayInEveryCall) {
+  const int64_t big = StoreChooser::kMinBytes, small = big - 1;
+  auto run = [&](int smalls_between) {
+    int32_t published[2] = {0, 0};  // member 0's line
+    AgreedStores zero(StoreChooser(big, 4, 8, 2)), one(StoreChooser(big, 4, 8, 2));
+    zero.Attach(published, true);
+    one.Attach(published, false);
+    std::vector<bool> ways;  // the large calls'
+    for (int call = 0; call < 40; ++call) {
+      for (int k = 0; k <= smalls_between; ++k) {
+        const int64_t bytes = k == smalls_between ? big : small;
+        const auto a = zero.For(bytes), b = one.For(bytes);
+        EXPECT_EQ(a.stream, b.stream) << call;
+        zero.Publish(bytes == big);
+        one.Publish(bytes == big);
+        zero.Read();
+        one.Read();
+        if (bytes < big) continue;
+        ways.push_back(a.stream);
+        const double ns = (a.stream ? 1.0 : 2.0) * static_cast<double>(big);  // streaming faster
+        zero.Record(a, big, ns, true);
+        one.Record(b, big, 10 * ns, true);  // member 1's times count nowhere
+      }
+    }
+    EXPECT_EQ(zero.streamed(), one.streamed());
+    EXPECT_EQ(one.chooser().ns_per_byte(false), 0.0);
+    return ways;
+  };
+  const std::vector<bool> alone = run(0);
+  // Untimed first call, two of each way (one call after member 0 chose),
+  // then streaming, plain tried every 4 calls at first.
+  ASSERT_GE(alone.size(), 12u);
+  EXPECT_EQ(std::vector<bool>(alone.begin(), alone.begin() + 12),
+            (std::vector<bool>{false, false, false, true, true, true, true, true, true, false, true,
+                               true}));
+  EXPECT_EQ(run(3), alone);
+}
+
 TEST(Fusion, AllgatherBytesCountEveryRank) {
   Response g = MakeResponse("g", 0, DataType::kFloat32, OpType::kAllgather);
   g.sizes = {3, 1, 2};  // rows of 3 elements; rank 0 has 1 row, rank 1 has 2

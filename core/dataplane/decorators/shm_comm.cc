@@ -117,7 +117,13 @@ ShmComm::ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segm
       spin_(SpinBudget(size())),
       backend_min_bytes_(backend_min_bytes),
       path_(std::max<int64_t>(backend_min_bytes, 1), kPathExplore, kPathMaxExplore, kPathSamples),
-      placement_(slot_bytes + 1, StoreChooser::kExplore, StoreChooser::kMaxExplore, kPathSamples) {}
+      placement_(slot_bytes + 1, StoreChooser::kExplore, StoreChooser::kMaxExplore, kPathSamples) {
+  for (int k = 0; k < kStoreKinds; ++k) {
+    stores_[k] = AgreedStores(StoreChooser(StoreChooser::kMinBytes, StoreChooser::kExplore,
+                                           StoreChooser::kMaxExplore, kPathSamples));
+    stores_[k].Attach(member(0).stores[k], rank() == 0);
+  }
+}
 
 ShmComm::Member& ShmComm::member(int r) const {
   return reinterpret_cast<Member*>(segment_->data())[r];
@@ -305,7 +311,7 @@ Status ShmComm::Allgatherv(const void* in, void* out, const std::vector<int64_t>
   const int64_t longest = *std::max_element(bytes.begin(), bytes.end());
   const auto* src = static_cast<const uint8_t*>(in);
   auto* dst = static_cast<uint8_t*>(out);
-  StoreTimer timer(&stores_[kAllgatherStores], bytes[rank()]);
+  StoreTimer timer(&stores_[kAllgatherStores], start.back());
   for (int64_t done = 0; done < longest; done += slot_bytes_, ++round_) {
     ToSlot(timer.stream(), slot(round_, rank()), src + done,
            Clamp(bytes[rank()] - done, slot_bytes_));
@@ -329,8 +335,8 @@ Status ShmComm::Broadcast(void* buf, int64_t bytes, int root) {
   if (!failed_.ok()) return Unusable();
   const int64_t piece = size() * slot_bytes_;
   auto* p = static_cast<uint8_t*>(buf);
-  // Only the root writes, so only its stores are chosen.
-  StoreTimer timer(&stores_[kBroadcastStores], rank() == root ? bytes : 0);
+  // Only the root writes; every member times the call.
+  StoreTimer timer(&stores_[kBroadcastStores], bytes);
   for (int64_t done = 0; done < bytes; done += piece, ++round_) {
     const int64_t n = Clamp(bytes - done, piece);
     if (rank() == root) ToSlot(timer.stream(), slot(round_, 0), p + done, n);

@@ -100,8 +100,9 @@ class ShmComm : public ForwardingComm {
 
   // Whether allreduces of regions from kDirectMinBytes read the peers' inputs.
   bool peer_reads() const { return peer_reads_; }
-  // How this member writes what the others read, per collective (tests
-  // check both ways ran).
+  // How every member writes what the others read, per collective: member
+  // 0's figures, and this member's large calls that streamed (tests check
+  // both ways ran, and that every member followed member 0).
   enum StoreKind {
     kAllreduceStores,
     kReducescatterStores,
@@ -110,7 +111,12 @@ class ShmComm : public ForwardingComm {
     kAlltoallStores,
     kStoreKinds
   };
-  const StoreChooser& stores(StoreKind kind = kAllreduceStores) const { return stores_[kind]; }
+  const StoreChooser& stores(StoreKind kind = kAllreduceStores) const {
+    return stores_[kind].chooser();
+  }
+  int64_t streamed_calls(StoreKind kind = kAllreduceStores) const {
+    return stores_[kind].streamed();
+  }
   // Allreduces that went between shared buffers (shm_mapped.cc).
   int64_t mapped_calls() const { return mapped_calls_; }
   // Allreduces that went through the backend's own (shm_backend.cc), and
@@ -182,6 +188,9 @@ class ShmComm : public ForwardingComm {
     // smaller than a slot (1: the parts in turn), written before a large
     // call's last barrier and read by every member after it.
     int32_t turns;
+    // Member 0's stores for each collective's next call (1: streaming), by
+    // the parity of the call (AgreedStores).
+    int32_t stores[kStoreKinds][2];
   };
   static_assert(sizeof(Member) % 64 == 0, "whole cache lines per member");
   Member& member(int r) const;
@@ -206,7 +215,7 @@ class ShmComm : public ForwardingComm {
   void SharedCopyIn(const SharedCall& c, int64_t k);
   void SharedReduce(const SharedCall& c, int64_t k);
   void SharedCopyOut(const SharedCall& c, int64_t k);
-  void ChooseTurns(int64_t bytes, std::chrono::steady_clock::time_point start);
+  void ChooseTurns(int64_t bytes, std::chrono::steady_clock::time_point start, bool timed);
   struct MappedEntry;  // shm_mapped.cc
   int64_t PublishMapped(const std::vector<DirectRegion>& regions, int64_t es, int64_t parity);
   Status RunMapped(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
@@ -240,7 +249,7 @@ class ShmComm : public ForwardingComm {
   int64_t round_bytes_;  // an allreduce's round: cache-sized, at most a slot
   double timeout_s_;
   bool check_pids_;                   // peers' pids are visible here (one pid namespace)
-  StoreChooser stores_[kStoreKinds];  // how slot data is written
+  AgreedStores stores_[kStoreKinds];  // how slot data is written
   std::vector<uint8_t> block_;        // a reduced block on its way to a streamed slot
   std::chrono::nanoseconds spin_;     // how long a barrier spins before it sleeps
   uint64_t passed_ = 0;

@@ -16,7 +16,7 @@
 // Results going out of place in a call of StreamingStoreBytes() or more are
 // written with streaming stores (StreamCopy): nobody reads them soon. What
 // the others read from a member's slot (A's copies, C's results) is written
-// with plain or streaming stores as the member's StoreChooser finds faster.
+// with plain or streaming stores as member 0 finds faster (AgreedStores).
 // At np = 2 that is 4 bytes through memory per byte where the gathered
 // rounds take 5.5 (copy everything in, reduce in the slot, copy everything
 // out), and one barrier per round instead of two: after barrier k a member
@@ -33,7 +33,9 @@
 // slower. So member 0 times its large calls each way (a StoreChooser, as
 // for the stores) and publishes the placement of the next large call
 // before this one's last barrier; every member reads it after that barrier,
-// so all place the rounds alike.
+// so all place the rounds alike. A call that tries the stores not in use
+// does not count for the placement, nor one that tries a placement for the
+// stores.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -156,12 +158,12 @@ void ShmComm::SharedCopyOut(const SharedCall& c, int64_t k) {
 }
 
 // Member 0, before a large call's last barrier: the call's time from its
-// first barrier counts for the placement it took; the next large call's
-// placement is published.
-void ShmComm::ChooseTurns(int64_t bytes, std::chrono::steady_clock::time_point start) {
+// first barrier counts for the placement it took (`timed`: the stores were
+// not being tried); the next large call's placement is published.
+void ShmComm::ChooseTurns(int64_t bytes, std::chrono::steady_clock::time_point start, bool timed) {
   if (bytes < placement_.min_bytes()) return;
   const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;
-  placement_.Record(turns_choice_, bytes, ns.count());
+  if (timed) placement_.Record(turns_choice_, bytes, ns.count());
   turns_choice_ = placement_.Choose(bytes);
   __atomic_store_n(&member(0).turns, turns_choice_.stream ? 1 : 0, __ATOMIC_RELAXED);
 }
@@ -216,13 +218,14 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     SharedReduce(c, k);
     if (k < last) SharedCopyIn(c, k + 1);
   }
-  if (rank() == 0) ChooseTurns(count * es, start);
+  const bool turns_tried = turns_choice_.explore && count * es >= placement_.min_bytes();
+  if (rank() == 0) ChooseTurns(count * es, start, !timer.explore());
   HVD_RETURN_IF_ERROR(Barrier());
   turns_ = __atomic_load_n(&member(0).turns, __ATOMIC_RELAXED) == 1;
   turns_calls_ += c.turns && c.piece * es < slot_bytes_;
   SharedCopyOut(c, last);
   round_ = last + 1;
-  timer.Done();
+  timer.Done(!turns_tried);
   RecordPath(way, false, count * es, start);
   return Status::OK();
 }

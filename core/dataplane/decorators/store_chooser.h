@@ -5,22 +5,25 @@
 // (the writer takes it from the reader's cache, the reader takes it back)
 // and streaming stores, through memory, are about 3x faster. A VM's vCPUs
 // move between the two for seconds at a time (docs/benchmarks.md, "slow
-// mode"), so no fixed choice holds: each member times its large calls both
-// ways and uses the faster, trying the other now and then (below), and at
-// once after a call much slower than its way's figure (the state has
-// likely changed). A try costs: the slower way takes 1.4-1.9x as long
-// with the cores sharing a cache (streaming) and about 3.5x without
-// (plain), 3-15% of every call on average when tried every 16th. So each
-// try that confirms the choice by a clear margin doubles the interval, up
-// to kMaxExplore; any other try, or a surprise, brings it back to
-// kExplore. The choice is each member's own: whatever the others choose,
-// what they read is the same.
+// mode"), so no fixed choice holds: large calls are timed both ways and
+// take the faster, trying the other now and then (below), and at once
+// after a call much slower than its way's figure (the state has likely
+// changed). A try costs: the slower way takes 1.4-1.9x as long with the
+// cores sharing a cache (streaming) and about 3.5x without (plain), 3-15%
+// of every call on average when tried every 16th. So each try that
+// confirms the choice by a clear margin doubles the interval, up to
+// kMaxExplore; any other try, or a surprise, brings it back to kExplore.
 //
-// ShmComm also uses one to choose between two paths of a large allreduce
-// (the slots, or the backend's own allreduce: shm_backend.cc), and one to
-// place an allreduce's rounds in the slots (shm_shared.cc); there way 1
-// ("stream") is the backend, or the slots' parts in turn, and member 0's
-// choice is everyone's.
+// A call's time is the slowest member's (its barriers wait for it), so
+// one member's choice shows in every member's times: member 0 chooses for
+// all (AgreedStores). Chosen each for itself, a member that once timed
+// plain stores in a slow moment kept streaming for the rest of a launch
+// while member 0's tries came out fast (notebook, 2026-12-06).
+//
+// ShmComm also uses a StoreChooser to choose between two paths of a large
+// allreduce (the slots, or the backend's own allreduce: shm_backend.cc),
+// and one to place an allreduce's rounds in the slots (shm_shared.cc);
+// there way 1 ("stream") is the backend, or the slots' parts in turn.
 #pragma once
 
 #include <algorithm>
@@ -114,39 +117,97 @@ class StoreChooser {
   int retry_ = -1;  // the way to try next (1: streaming) after a surprise
 };
 
+// One collective's stores, the same on every member: member 0's
+// StoreChooser decides. Before each call's first barrier member 0 publishes
+// the way for the next call, in its line of the segment, by the call's
+// parity; every member reads it after that barrier (a member publishing the
+// call after next writes the other word). A choice stands until a large
+// call takes it, so each is timed by the call that took it.
+class AgreedStores {
+ public:
+  explicit AgreedStores(StoreChooser chooser = StoreChooser()) : chooser_(chooser) {}
+  // `published`: two words in member 0's line; `chooses`: this is member 0.
+  void Attach(int32_t* published, bool chooses) {
+    published_ = published;
+    chooses_ = chooses;
+  }
+  // This call's way for a member writing `bytes` (small calls: plain).
+  StoreChooser::Choice For(int64_t bytes) const {
+    return bytes < chooser_.min_bytes() ? StoreChooser::Choice{} : next_;
+  }
+  // Before the call's first barrier. `large`: member 0's call takes the
+  // standing choice (a new one follows).
+  void Publish(bool large) {
+    if (!chooses_) return;
+    if (large) after_ = chooser_.Choose(chooser_.min_bytes());
+    __atomic_store_n(&published_[(calls_ + 1) % 2], after_.stream ? 1 : 0, __ATOMIC_RELAXED);
+  }
+  // After it.
+  void Read() {
+    ++calls_;
+    next_ = chooses_ ? after_
+                     : StoreChooser::Choice{
+                           __atomic_load_n(&published_[calls_ % 2], __ATOMIC_RELAXED) == 1, false};
+  }
+  // A large call made as `c` took `ns`: member 0's figures, everyone's count.
+  void Record(StoreChooser::Choice c, int64_t bytes, double ns, bool timed) {
+    streamed_ += c.stream;
+    CountStoreChoice(c.stream);
+    if (chooses_ && timed) chooser_.Record(c, bytes, ns);
+  }
+  const StoreChooser& chooser() const { return chooser_; }
+  int64_t streamed() const { return streamed_; }  // large calls that streamed
+
+ private:
+  StoreChooser chooser_;
+  int32_t* published_ = nullptr;
+  bool chooses_ = false;
+  uint64_t calls_ = 0;          // calls that passed their first barrier
+  StoreChooser::Choice next_;   // this member's way for the coming call
+  StoreChooser::Choice after_;  // member 0's: the way it published last
+  int64_t streamed_ = 0;
+};
+
 // One call's choice and its time: what this member does, less its wait at
 // the call's first barrier (a peer arriving late is not the stores' doing).
 class StoreTimer {
  public:
   using Clock = std::chrono::steady_clock;
-  StoreTimer(StoreChooser* chooser, int64_t bytes)
-      : chooser_(chooser),
+  // `bytes`: this member's (large or not: the same on every member, except
+  // an alltoall's sends).
+  StoreTimer(AgreedStores* stores, int64_t bytes)
+      : stores_(stores),
         bytes_(bytes),
-        choice_(chooser->Choose(bytes)),
-        timed_(bytes >= chooser->min_bytes()),
+        choice_(stores->For(bytes)),
+        timed_(bytes >= stores->chooser().min_bytes()),
         start_(timed_ ? Clock::now() : Clock::time_point()) {}
   bool stream() const { return choice_.stream; }
-  // Around each barrier: only the first one's wait is left out.
+  bool explore() const { return choice_.explore; }
+  // Around each barrier: only the first one's wait is left out, and the
+  // next call's way goes from member 0 to all across it.
   void Waiting() {
-    if (timed_ && !waited_) ns_ = Since(start_);
+    if (waited_) return;
+    if (timed_) ns_ = Since(start_);
+    stores_->Publish(timed_);
   }
   void Waited() {
-    if (timed_ && !waited_) start_ = Clock::now();
+    if (waited_) return;
+    stores_->Read();
+    if (timed_) start_ = Clock::now();
     waited_ = true;
   }
-  // The call succeeded through the slots: its time counts (a call that
-  // took another path, or failed, counts nowhere).
-  void Done() {
-    if (!timed_) return;
-    CountStoreChoice(choice_.stream);
-    chooser_->Record(choice_, bytes_, ns_ + Since(start_));
+  // The call succeeded through the slots: its time counts unless `timed`
+  // is false (another choice was tried in the same call); a call that took
+  // another path, or failed, counts nowhere.
+  void Done(bool timed = true) {
+    if (timed_) stores_->Record(choice_, bytes_, ns_ + Since(start_), timed);
   }
 
  private:
   static double Since(Clock::time_point t) {
     return std::chrono::duration<double, std::nano>(Clock::now() - t).count();
   }
-  StoreChooser* chooser_;
+  AgreedStores* stores_;
   int64_t bytes_;
   StoreChooser::Choice choice_;
   bool timed_;  // large enough for the chooser
