@@ -225,7 +225,7 @@ TEST(ShmComm, AllreduceRegionsThroughSlotsWhateverTheLayout) {
   CheckRegions(*shm);
   // Its large calls (1.5 MiB) were timed both ways on member 0, so both
   // ways wrote the slots of calls whose results were checked, on every
-  // member alike (the fourth to sixth large calls stream).
+  // member alike (the third and fifth large calls stream).
   ExpectMemberZerosChoiceFollowed(shm->stores(), shm->streamed_calls(), "wrote differently");
   // The default slot: a buffer of several rounds, in place.
   std::unique_ptr<ShmComm> big = MakeShm(ShmComm::kDefaultSlotBytes, 60, false);
@@ -445,9 +445,9 @@ TEST(ShmComm, AlltoallvUnevenEmptyAndOnePair) {
 
 // Each collective's large calls are timed with plain and streaming stores
 // into the slots (member 0's StoreChooser: the first large call untimed,
-// then plain twice, then streaming, one call after member 0 chose it), so
-// both ways wrote slots whose results are checked exactly here, with slots
-// that take many rounds and unaligned tails, every member as member 0 chose.
+// then plain and streaming in turn, twice each), so both ways wrote slots
+// whose results are checked exactly here, with slots that take many rounds
+// and unaligned tails, every member as member 0 chose.
 TEST(ShmComm, EveryCollectiveWritesItsSlotsBothWays) {
   std::unique_ptr<ShmComm> shm = MakeShm(64 << 10, 60, /*peer_reads=*/false);
   ASSERT_TRUE(shm);

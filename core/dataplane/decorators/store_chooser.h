@@ -64,9 +64,19 @@ class StoreChooser {
   };
   // The way for the next call, of `bytes`.
   Choice Choose(int64_t bytes) {
-    if (bytes < min_bytes_ || !warm_) return {};
-    if (timed_[0] < samples_ || timed_[1] < samples_) {  // each way in turn, plain first
-      const bool stream = timed_[1] < timed_[0];
+    if (bytes < min_bytes_) return {};
+    if (!cold_given_) {  // the first large call: cold, not timed
+      cold_given_ = true;
+      return {};
+    }
+    // Each way `samples` times in turn, plain first, counted as given, not
+    // as timed: AgreedStores chooses a call ahead of the call's record.
+    // Then a way still without a timing (its call went another way, or is
+    // not recorded yet) is tried again.
+    const bool giving = given_[0] < samples_ || given_[1] < samples_;
+    if (giving || timed_[0] == 0 || timed_[1] == 0) {
+      const bool stream = giving ? given_[1] < given_[0] : timed_[1] == 0;
+      ++given_[stream ? 1 : 0];
       return {stream, stream};
     }
     if (retry_ >= 0) return {retry_ == 1, true};
@@ -109,12 +119,14 @@ class StoreChooser {
   int64_t min_bytes_;
   uint64_t explore_, max_explore_;
   int samples_;
+  int given_[2] = {0, 0};           // samples of each way chosen
   int timed_[2] = {0, 0};           // timings of each way
   double ns_per_byte_[2] = {0, 0};  // [plain, streaming]
   uint64_t calls_ = 0;              // large calls since the last try
   uint64_t interval_;               // large calls from one try to the next
-  bool warm_ = false;
-  int retry_ = -1;  // the way to try next (1: streaming) after a surprise
+  bool cold_given_ = false;         // the first large call's way is chosen
+  bool warm_ = false;               // ... and recorded
+  int retry_ = -1;                  // the way to try next (1: streaming) after a surprise
 };
 
 // One collective's stores, the same on every member: member 0's
@@ -130,6 +142,7 @@ class AgreedStores {
   void Attach(int32_t* published, bool chooses) {
     published_ = published;
     chooses_ = chooses;
+    after_ = chooser_.Choose(chooser_.min_bytes());  // the first call's: cold, plain
   }
   // This call's way for a member writing `bytes` (small calls: plain).
   StoreChooser::Choice For(int64_t bytes) const {
