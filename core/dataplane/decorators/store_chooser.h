@@ -132,9 +132,9 @@ class StoreChooser {
 // One collective's stores, the same on every member: member 0's
 // StoreChooser decides. Before each call's first barrier member 0 publishes
 // the way for the next call, in its line of the segment, by the call's
-// parity; every member reads it after that barrier (a member publishing the
-// call after next writes the other word). A choice stands until a large
-// call takes it, so each is timed by the call that took it.
+// parity; every member reads it after that barrier (member 0, publishing
+// for the call after that one, writes the other word). A choice stands
+// until a large call takes it, so each is timed by the call that took it.
 class AgreedStores {
  public:
   explicit AgreedStores(StoreChooser chooser = StoreChooser()) : chooser_(chooser) {}
