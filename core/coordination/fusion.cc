@@ -1,6 +1,8 @@
 #include "core/coordination/fusion.h"
 
+#include <iterator>
 #include <map>
+#include <string>
 #include <tuple>
 
 namespace hvd {
@@ -49,11 +51,27 @@ Key FusionKey(const Response& r) {
              r.device.id, reduces ? r.prescale : 1.0, reduces ? r.postscale : 1.0);
 }
 
-}  // namespace
+// A name for a fused response, in a string of an earlier fusion when one
+// is left: a name over 15 characters lives on the heap, and copying it
+// anew was an allocation and a free per tensor per step.
+std::string ReuseName(const std::string& name, std::vector<std::string>* spare) {
+  if (spare->empty()) return name;
+  std::string s = std::move(spare->back());
+  spare->pop_back();
+  s.assign(name);
+  return s;
+}
 
-std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses, int64_t threshold,
-                                    int set_size, int64_t solo_bytes) {
-  std::vector<Response> out;
+// FuseResponses into *out, whose names (from the last call) go to *spare
+// first and are reused.
+void FuseInto(const std::vector<ResponsePtr>& responses, int64_t threshold, int set_size,
+              int64_t solo_bytes, std::vector<Response>* out_ptr, std::vector<std::string>* spare) {
+  std::vector<Response>& out = *out_ptr;
+  for (Response& r : out) {
+    spare->insert(spare->end(), std::make_move_iterator(r.names.begin()),
+                  std::make_move_iterator(r.names.end()));
+  }
+  out.clear();
   out.reserve(responses.size());
   std::vector<int64_t> bytes;   // per entry of `out`
   std::map<Key, size_t> open;   // key -> index in out of the group still taking tensors
@@ -78,7 +96,7 @@ std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses, i
     if (it != open.end() && bytes[it->second] + b <= threshold &&
         out[it->second].joined_ranks == r.joined_ranks) {
       Response& g = out[it->second];
-      g.names.push_back(r.names[0]);
+      g.names.push_back(ReuseName(r.names[0], spare));
       g.sizes.insert(g.sizes.end(), r.sizes.begin(), r.sizes.end());
       bytes[it->second] += b;
       open_last = it;
@@ -92,6 +110,15 @@ std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses, i
     out.back().names.reserve(responses.size() - i);
     out.back().sizes.reserve(r.sizes.size() * (responses.size() - i));
   }
+}
+
+}  // namespace
+
+std::vector<Response> FuseResponses(const std::vector<ResponsePtr>& responses, int64_t threshold,
+                                    int set_size, int64_t solo_bytes) {
+  std::vector<Response> out;
+  std::vector<std::string> spare;
+  FuseInto(responses, threshold, set_size, solo_bytes, &out, &spare);
   return out;
 }
 
@@ -116,7 +143,7 @@ const std::vector<Response>& FusionMemo::Fuse(std::vector<ResponsePtr>* response
 const std::vector<Response>& FusionMemo::Repeat(int64_t threshold_bytes, int set_size,
                                                 int64_t solo_bytes) {
   if (threshold_bytes != threshold_ || set_size != set_size_ || solo_bytes != solo_bytes_) {
-    out_ = FuseResponses(in_, threshold_bytes, set_size, solo_bytes);
+    FuseInto(in_, threshold_bytes, set_size, solo_bytes, &out_, &spare_names_);
     threshold_ = threshold_bytes;
     set_size_ = set_size;
     solo_bytes_ = solo_bytes;

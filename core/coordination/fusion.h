@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/coordination/message.h"
@@ -42,6 +43,7 @@ class FusionMemo {
   int set_size_ = -1;
   int64_t solo_bytes_ = -1;
   std::vector<Response> out_;
+  std::vector<std::string> spare_names_;  // out_'s names of the call before, for reuse
 };
 
 // A persistent, growable host buffer (one per process set), so a training

@@ -443,6 +443,31 @@ TEST(Fusion, MemoReusesOnlyTheSameResponsesAndSettings) {
   EXPECT_EQ(memo.Fuse(&in, 1 << 20, 2, 0).size(), 1u);
 }
 
+// The memo fuses into the strings of its last output (names over 15
+// characters live on the heap): every call must still give each name whole,
+// whatever the lengths and counts of the calls before.
+TEST(Fusion, MemoNamesStayRightWhenItsStringsAreReused) {
+  auto named = [](const std::string& name) {
+    return std::make_shared<const Response>(MakeResponse(name, 4));
+  };
+  const std::string p = "allreduce.model.features.";
+  const std::vector<std::vector<std::string>> calls = {
+      {p + "0.weight", p + "1.block.conv.weight", p + "2.bias"},
+      {p + "3", "x", p + "4.block.depthwise.conv.weight", p + "5.bias", "y"},
+      {p + "6.weight"},
+      {"a", "b", p + "7.block.squeeze_excitation.fc1.weight", p + "8.bias"},
+  };
+  FusionMemo memo;
+  for (const auto& names : calls) {
+    std::vector<ResponsePtr> in;
+    for (const auto& n : names) in.push_back(named(n));
+    const auto& out = memo.Fuse(&in, 1 << 20, 2, 0);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].names, names);
+    EXPECT_EQ(out[0].sizes, std::vector<int64_t>(names.size(), 4));
+  }
+}
+
 // Lookup compares packed parameters for most requests and whole requests
 // for the rest: both must agree with Request::SameParams.
 TEST(ResponseCache, LookupAgreesWithSameParams) {
