@@ -3,6 +3,8 @@
  * 256: 1 KiB), submitted async in place, then waited for. Prints per rank
  * the median time to submit them, to the first completion and to the last,
  * over N iterations. NT above HVD_CACHE_CAPACITY: docs/tuning.md.
+ * BLOCK=K also prints the median submission time of every K iterations in
+ * turn: a core's slow episodes (core_episodes_probe.c) show up there.
  *
  *   gcc -O2 -o /tmp/w4_wait_probe bench/notebook/w4_wait_probe.c -Icapi/include \
  *       -Lbuild/capi -lhvd -Wl,-rpath,$PWD/build/capi
@@ -74,6 +76,17 @@ int main(int argc, char** argv) {
       hvd_release(h[i]);
     }
     last[it] = now_ms() - a;
+  }
+  const int block = getenv("BLOCK") ? atoi(getenv("BLOCK")) : 0;
+  if (block > 0 && block <= iters) {
+    printf("rank %d: submit per %d iterations:", hvd_rank(), block);
+    for (int b = 0; b + block <= iters; b += block) {
+      double* v = malloc(block * sizeof(double));
+      for (int i = 0; i < block; i++) v[i] = submit[b + i];
+      printf(" %.3f", median(v, block));
+      free(v);
+    }
+    printf("\n");
   }
   printf("rank %d: median submit %.3f ms, first done %.3f, all done %.3f (%d iterations)\n",
          hvd_rank(), median(submit, iters), median(first, iters), median(last, iters), iters);
