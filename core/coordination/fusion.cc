@@ -1,5 +1,6 @@
 #include "core/coordination/fusion.h"
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 #include <string>
@@ -67,10 +68,17 @@ std::string ReuseName(const std::string& name, std::vector<std::string>* spare) 
 void FuseInto(const std::vector<ResponsePtr>& responses, int64_t threshold, int set_size,
               int64_t solo_bytes, std::vector<Response>* out_ptr, std::vector<std::string>* spare) {
   std::vector<Response>& out = *out_ptr;
+  size_t moved = 0;
   for (Response& r : out) {
+    moved += r.names.size();
     spare->insert(spare->end(), std::make_move_iterator(r.names.begin()),
                   std::make_move_iterator(r.names.end()));
   }
+  // Each group's first name is a copy, not a spare: keep no more than the
+  // larger of the last output and this input, or the spares would grow by
+  // a few strings every step.
+  const size_t keep = std::max(moved, responses.size());
+  if (spare->size() > keep) spare->resize(keep);
   out.clear();
   out.reserve(responses.size());
   std::vector<int64_t> bytes;   // per entry of `out`

@@ -36,6 +36,9 @@ class FusionMemo {
   // The last input again (Applied::repeat: the same cached responses),
   // under these settings.
   const std::vector<Response>& Repeat(int64_t threshold_bytes, int set_size, int64_t solo_bytes);
+  // Names kept from the last output for the next (at most the larger of
+  // the last output's and input's counts).
+  size_t spare_names() const { return spare_names_.size(); }
 
  private:
   std::vector<ResponsePtr> in_;

@@ -468,6 +468,23 @@ TEST(Fusion, MemoNamesStayRightWhenItsStringsAreReused) {
   }
 }
 
+// Each group's first name is copied, not taken from the spares: over many
+// steps the spares must stay within one step's names, not grow by a few
+// strings a step.
+TEST(Fusion, MemoSparesStayBoundedOverManySteps) {
+  FusionMemo memo;
+  for (int step = 0; step < 1000; ++step) {
+    const int n = step % 2 ? 3 : 5;  // decisions split differently step by step
+    std::vector<ResponsePtr> in;
+    for (int i = 0; i < n; ++i) {
+      in.push_back(std::make_shared<const Response>(
+          MakeResponse("allreduce.module.layer." + std::to_string(step * 8 + i) + ".weight", 4)));
+    }
+    ASSERT_EQ(memo.Fuse(&in, 1 << 20, 2, 0)[0].names.size(), static_cast<size_t>(n));
+    ASSERT_LE(memo.spare_names(), 5u) << "step " << step;
+  }
+}
+
 // Lookup compares packed parameters for most requests and whole requests
 // for the rest: both must agree with Request::SameParams.
 TEST(ResponseCache, LookupAgreesWithSameParams) {
