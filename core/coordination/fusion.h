@@ -28,6 +28,8 @@ std::vector<Response> FuseResponses(std::vector<Response> responses, int64_t thr
 // cache's) in the same order; fusing a thousand of them again reads three
 // allocations per tensor and copies every name. Holding the last input keeps
 // those objects alive, so the same pointers mean the same (const) responses.
+// A step that does fuse anew (its decisions split differently) copies each
+// name into a string of the last output, not into a new allocation.
 class FusionMemo {
  public:
   // Takes *responses (left empty or with the previous input, to drop).
