@@ -15,7 +15,8 @@ hvd / best raw of the same launch (the faster of before-init and hvd-idle),
 hvd's spread max/min, raw's, and the goals of issue 32. --paired adds, for
 both, hvd and the raw patterns timed in turn iteration by iteration;
 --shared-buffers puts the buffers in hvd_alloc_shared memory (the C API
-runs', and hvd.torch's through hvd.shared_zeros).
+runs', and hvd.torch's through hvd.shared_zeros); --huge-pages in
+transparent huge pages (madvise), as numpy's large arrays are.
 
     /usr/bin/python3 bench/launches/run_launches.py [-n 20] [--budget-min 25]
     /usr/bin/python3 bench/launches/run_launches.py --summarize OUT_DIR
@@ -135,7 +136,8 @@ class Runner:
     def c_api(self, i):
         a, out = self.args, self.args.out
         bench = os.path.join(a.build, "bin", "hvd_bench")
-        common = ["--rounds", str(a.rounds)] + (["--shared-buffers"] if a.shared_buffers else [])
+        common = (["--rounds", str(a.rounds)] + (["--shared-buffers"] if a.shared_buffers else [])
+                  + (["--huge-pages"] if a.huge_pages else []))
         wrap = (lambda c, t: perf_wrap(c, out, t)) if a.perf else (lambda c, t: c)
         launcher = (MPIRUN if a.launcher == "mpirun" else
                     [os.path.join(a.build, "bin", "hvdrun"), "-np", "2"])
@@ -160,6 +162,8 @@ class Runner:
             cmd.append("--paired")
         if a.shared_buffers and a.module == "hvd.torch":
             cmd.append("--shared-buffers")
+        if a.huge_pages:
+            cmd.append("--huge-pages")
         return self.run(cmd, "torch_%02d" % i)
 
 
@@ -342,6 +346,9 @@ def main():
     p.add_argument("--shared-buffers", action="store_true",
                    help="hvd_bench and launch_bench.py (hvd.torch) --shared-buffers: the "
                         "buffers (hvd's and the raw patterns') from hvd_alloc_shared")
+    p.add_argument("--huge-pages", action="store_true",
+                   help="hvd_bench and launch_bench.py --huge-pages: every buffer in transparent "
+                        "huge pages where the kernel grants them (madvise), as numpy's are")
     p.add_argument("--perf", action="store_true",
                    help="run each hvd_bench rank under perf stat (OUT_DIR/perf_*.rankN)")
     p.add_argument("--what", choices=["both", "c", "torch"], default="both")

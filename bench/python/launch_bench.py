@@ -110,7 +110,14 @@ class Set:
         if self.nbytes > (256 << 20) and args.big_iters is not None:
             self.iters = args.big_iters
         n = sum(self.counts)
-        self.buf = (shared_zeros(n) if shared_zeros else torch.empty(n)).fill_(float(rank + 1))
+        if shared_zeros:
+            self.buf = shared_zeros(n)
+        elif args.huge_pages:  # numpy asks for huge pages on large arrays (torch 1.13 does not)
+            import numpy
+            self.buf = torch.from_numpy(numpy.empty(n, dtype=numpy.float32))
+        else:
+            self.buf = torch.empty(n)
+        self.buf.fill_(float(rank + 1))
         self.flat = self.buf.numpy()  # shares memory with buf
         self.views, self.np_views, off = [], [], 0
         for c, s in zip(self.counts, shapes):
@@ -244,7 +251,12 @@ def main():
     p.add_argument("--csv", help="rank 0 writes the rows here")
     p.add_argument("--shared-buffers", action="store_true",
                    help="every set's buffer from hvd.shared_zeros (--module hvd.torch only)")
+    p.add_argument("--huge-pages", action="store_true",
+                   help="every set's buffer from numpy, which asks for transparent huge pages "
+                        "on large arrays (as hvd_bench --huge-pages)")
     args = p.parse_args()
+    if args.huge_pages and args.shared_buffers:
+        raise SystemExit("launch_bench: --shared-buffers and --huge-pages exclude each other")
 
     import importlib
     import torch

@@ -1,32 +1,58 @@
 #include "tools/hvd_bench/buffers.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace hvdbench {
 
-Floats::Floats(size_t n, float value, bool shared) : n_(n) {
-  if (!shared) {
-    heap_.assign(n, value);
-    return;
+void ReleaseFloats::operator()(float* p) const {
+  if (bytes == 0) {
+    hvd_free_shared(p);
+  } else {
+    ::munmap(p, bytes);
   }
+}
+
+Floats::Floats(size_t n, float value, Memory memory) : n_(n) {
+  const size_t bytes = std::max<size_t>(n, 1) * sizeof(float);
   void* p = nullptr;
-  if (hvd_alloc_shared(static_cast<int64_t>(std::max<size_t>(n, 1) * sizeof(float)), &p) !=
-      HVD_OK) {
-    std::fprintf(stderr, "hvd_bench: hvd_alloc_shared: %s\n", hvd_last_error());
-    std::exit(1);
+  switch (memory) {
+    case Memory::kHeap:
+      heap_.assign(n, value);
+      return;
+    case Memory::kShared:
+      if (hvd_alloc_shared(static_cast<int64_t>(bytes), &p) != HVD_OK) {
+        std::fprintf(stderr, "hvd_bench: hvd_alloc_shared: %s\n", hvd_last_error());
+        std::exit(1);
+      }
+      mapped_ = std::unique_ptr<float, ReleaseFloats>(static_cast<float*>(p), ReleaseFloats{0});
+      break;
+    case Memory::kHugePages:
+      // Advice only: the kernel backs what it can with 2 MiB pages when
+      // transparent huge pages are "madvise" or "always" (Fill faults them in).
+      p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) {
+        std::fprintf(stderr, "hvd_bench: mmap of %zu bytes: %s\n", bytes, std::strerror(errno));
+        std::exit(1);
+      }
+      ::madvise(p, bytes, MADV_HUGEPAGE);
+      mapped_ = std::unique_ptr<float, ReleaseFloats>(static_cast<float*>(p), ReleaseFloats{bytes});
+      break;
   }
-  shared_.reset(static_cast<float*>(p));
   Fill(value);
 }
 
-Buffers::Buffers(const Workload& wl, int gap, bool in_place, int rank, bool shared)
+Buffers::Buffers(const Workload& wl, int gap, bool in_place, int rank, Memory memory)
     : rank_(rank), counts_(wl.counts) {
   const size_t n = counts_.size();
   const int64_t total = wl.total() + static_cast<int64_t>(gap) * static_cast<int64_t>(n);
-  in_ = Floats(static_cast<size_t>(total), static_cast<float>(rank + 1), shared);
-  if (!in_place) out_ = Floats(static_cast<size_t>(total), 0.0f, shared);
+  in_ = Floats(static_cast<size_t>(total), static_cast<float>(rank + 1), memory);
+  if (!in_place) out_ = Floats(static_cast<size_t>(total), 0.0f, memory);
   dst_ = in_place ? in_.data() : out_.data();
   offset_.resize(n);
   shape_.resize(n);

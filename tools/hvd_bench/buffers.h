@@ -15,31 +15,40 @@
 
 namespace hvdbench {
 
-// Floats from the heap, or from hvd_alloc_shared (--shared-buffers).
+// Where a workload's buffers come from.
+enum class Memory {
+  kHeap,       // std::vector: 4 KiB pages where transparent huge pages are "madvise"
+  kShared,     // hvd_alloc_shared (--shared-buffers)
+  kHugePages,  // mmap + MADV_HUGEPAGE (--huge-pages), as numpy does for large arrays
+};
+
+// Gives back hvd_alloc_shared memory, or munmaps `bytes` of huge pages.
+struct ReleaseFloats {
+  size_t bytes = 0;  // 0: hvd_alloc_shared's
+  void operator()(float* p) const;
+};
+
 class Floats {
  public:
   Floats() = default;
-  Floats(size_t n, float value, bool shared);
-  float* data() { return shared_ ? shared_.get() : heap_.data(); }
-  const float* data() const { return shared_ ? shared_.get() : heap_.data(); }
+  Floats(size_t n, float value, Memory memory);
+  float* data() { return mapped_ ? mapped_.get() : heap_.data(); }
+  const float* data() const { return mapped_ ? mapped_.get() : heap_.data(); }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
   void Fill(float value) { std::fill(data(), data() + n_, value); }
 
  private:
-  struct FreeShared {
-    void operator()(float* p) const { hvd_free_shared(p); }
-  };
   std::vector<float> heap_;
-  std::unique_ptr<float, FreeShared> shared_;
+  std::unique_ptr<float, ReleaseFloats> mapped_;
   size_t n_ = 0;
 };
 
 class Buffers {
  public:
   // Inputs are rank+1, so the sum over n ranks is exactly n(n+1)/2.
-  // `shared`: in hvd_alloc_shared memory (hvd and the raw patterns alike).
-  Buffers(const Workload& wl, int gap, bool in_place, int rank, bool shared);
+  // `memory`: where both buffers come from (hvd and the raw patterns alike).
+  Buffers(const Workload& wl, int gap, bool in_place, int rank, Memory memory);
   Buffers(const Buffers&) = delete;
   Buffers& operator=(const Buffers&) = delete;
 

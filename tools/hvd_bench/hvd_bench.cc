@@ -250,7 +250,10 @@ void Bench::AddPairedRows(const Workload& wl, const std::vector<Series>& paired)
 
 void Bench::RunWorkload(const Workload& wl, bool last_workload) {
   if (!raw_ && !hvd_is_initialized()) StartHvd();  // the rank comes from hvd
-  Buffers b(wl, args_.gap, args_.in_place, rank_, args_.shared_buffers);
+  const Memory memory = args_.shared_buffers ? Memory::kShared
+                        : args_.huge_pages   ? Memory::kHugePages
+                                             : Memory::kHeap;
+  Buffers b(wl, args_.gap, args_.in_place, rank_, memory);
   std::vector<hvd_handle> handles(b.tensors());
   const std::vector<RawPattern> patterns =
       raw_timing_ ? PatternsFor(b, chunks_) : std::vector<RawPattern>{};
@@ -383,6 +386,8 @@ int Bench::Run(const std::vector<Workload>& workloads) {
                       ")"};
     if (args_.shared_buffers) {
       notes_.push_back("every buffer from hvd_alloc_shared (--shared-buffers), raw patterns too");
+    } else if (args_.huge_pages) {
+      notes_.push_back("every buffer in huge pages where the kernel grants them (--huge-pages)");
     }
     info.notes = notes_;
     info.idle_seconds = args_.idle_seconds;

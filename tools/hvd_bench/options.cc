@@ -105,6 +105,10 @@ void Usage(FILE* f) {
                "  --shared-buffers   every buffer from hvd_alloc_shared (memory the other\n"
                "                     ranks of the host map), for hvd and the raw patterns\n"
                "                     alike: hvd then reduces between the ranks' buffers\n"
+               "  --huge-pages       every buffer mmap'd with MADV_HUGEPAGE, as numpy's large\n"
+               "                     arrays are (and any heap buffer where transparent huge\n"
+               "                     pages are 'always'): Open MPI's single-copy reads of\n"
+               "                     the peer's buffer pin 2 MiB pages instead of 4 KiB ones\n"
                "  --backend B        mpi, gloo or auto (default: what the launcher gives,\n"
                "                     MPI under mpirun, Gloo under hvdrun); sets\n"
                "                     HVD_CONTROLLER and HVD_CPU_OPERATIONS; the raw\n"
@@ -170,6 +174,8 @@ Args ParseArgs(int argc, char** argv) {
       a.raw = false;
     } else if (f == "--shared-buffers") {
       a.shared_buffers = true;
+    } else if (f == "--huge-pages") {
+      a.huge_pages = true;
     } else if (f == "--paired") {
       a.paired = true;
     } else if (f == "--backend") {
@@ -183,6 +189,7 @@ Args ParseArgs(int argc, char** argv) {
       Die("unknown option '" + f + "'");
     }
   }
+  if (a.shared_buffers && a.huge_pages) Die("--shared-buffers and --huge-pages exclude each other");
   return a;
 }
 

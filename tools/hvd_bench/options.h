@@ -25,6 +25,7 @@ struct Args {
   bool in_place = false;                  // outputs are the inputs
   bool paired = false;                    // also time hvd and raw iteration by iteration
   bool shared_buffers = false;            // buffers from hvd_alloc_shared
+  bool huge_pages = false;                // buffers mmap'd with MADV_HUGEPAGE
   double idle_seconds = 0;                // --idle: > 0
   std::string backend = "auto";           // mpi, gloo or auto
   bool help = false;
