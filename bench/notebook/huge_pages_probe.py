@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 # Page size of the user's buffer against hvd and raw MPI (np=2): one set's
 # tensors as views of a numpy buffer in transparent huge pages (numpy's
-# default for large arrays) and of one in 4 KiB pages (numpy told not to),
-# in one process; hvd.torch's grouped allreduce_async_ and mpi4py's one call
-# in place, each timed in blocks, three rounds alternating the order.
+# default for large arrays), of one in 4 KiB pages (numpy told not to) and
+# of one from hvd.shared_zeros (the ranks' shared memory, where hvd reduces
+# between the buffers), in one process; hvd.torch's grouped
+# allreduce_async_ and mpi4py's one call in place, each timed in blocks,
+# three rounds alternating the order.
 #   mpirun -np 2 --bind-to core -x PYTHONPATH /usr/bin/python3 \
 #       bench/notebook/huge_pages_probe.py tools/hvd_bench/shapes/<set>_grads.txt [iters]
 import os, sys, time, statistics, math
@@ -26,13 +28,14 @@ def thp_faults():
             return int(line.split()[1])
 
 
+KINDS = ("huge", "4k", "shared")
 bufs = {}
-for kind in ("huge", "4k"):
+for kind in KINDS:
     np.core.multiarray._set_madvise_hugepage(kind == "huge")
     f0 = thp_faults()
-    a = np.empty(n, dtype=np.float32)
-    a.fill(1.0)
-    t = torch.from_numpy(a)
+    t = hvd.shared_zeros(n) if kind == "shared" else torch.from_numpy(np.empty(n, np.float32))
+    t.fill_(1.0)
+    a = t.numpy()
     views, off = [], 0
     for s in shapes:
         c = math.prod(s)
@@ -52,7 +55,7 @@ def run_raw(kind):
 res = {}
 for rnd in range(3):
     for impl, fn in (("raw", run_raw), ("hvd", run_hvd)):
-        for kind in (("huge", "4k") if rnd % 2 == 0 else ("4k", "huge")):
+        for kind in (KINDS if rnd % 2 == 0 else KINDS[::-1]):
             ts = []
             for it in range(5 + iters):
                 comm.Barrier()
@@ -64,5 +67,5 @@ for rnd in range(3):
 if comm.rank == 0:
     print("huge-page faults while filling each buffer:", {k: v[2] for k, v in bufs.items()})
     for (impl, kind), v in sorted(res.items()):
-        print("%-4s %-5s median ms per round: %s" % (impl, kind, " ".join("%.3f" % x for x in v)))
+        print("%-4s %-6s median ms per round: %s" % (impl, kind, " ".join("%.3f" % x for x in v)))
 hvd.shutdown()

@@ -19,31 +19,29 @@ void ReleaseFloats::operator()(float* p) const {
 }
 
 Floats::Floats(size_t n, float value, Memory memory) : n_(n) {
+  if (memory == Memory::kHeap) {
+    heap_.assign(n, value);
+    return;
+  }
   const size_t bytes = std::max<size_t>(n, 1) * sizeof(float);
   void* p = nullptr;
-  switch (memory) {
-    case Memory::kHeap:
-      heap_.assign(n, value);
-      return;
-    case Memory::kShared:
-      if (hvd_alloc_shared(static_cast<int64_t>(bytes), &p) != HVD_OK) {
-        std::fprintf(stderr, "hvd_bench: hvd_alloc_shared: %s\n", hvd_last_error());
-        std::exit(1);
-      }
-      mapped_ = std::unique_ptr<float, ReleaseFloats>(static_cast<float*>(p), ReleaseFloats{0});
-      break;
-    case Memory::kHugePages:
-      // Advice only: the kernel backs what it can with 2 MiB pages when
-      // transparent huge pages are "madvise" or "always" (Fill faults them in).
-      p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) {
-        std::fprintf(stderr, "hvd_bench: mmap of %zu bytes: %s\n", bytes, std::strerror(errno));
-        std::exit(1);
-      }
-      ::madvise(p, bytes, MADV_HUGEPAGE);
-      mapped_ = std::unique_ptr<float, ReleaseFloats>(static_cast<float*>(p), ReleaseFloats{bytes});
-      break;
+  if (memory == Memory::kShared) {
+    if (hvd_alloc_shared(static_cast<int64_t>(bytes), &p) != HVD_OK) {
+      std::fprintf(stderr, "hvd_bench: hvd_alloc_shared: %s\n", hvd_last_error());
+      std::exit(1);
+    }
+  } else {
+    // Advice only: the kernel backs what it can with 2 MiB pages when
+    // transparent huge pages are "madvise" or "always" (Fill faults them in).
+    p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      std::fprintf(stderr, "hvd_bench: mmap of %zu bytes: %s\n", bytes, std::strerror(errno));
+      std::exit(1);
+    }
+    ::madvise(p, bytes, MADV_HUGEPAGE);
   }
+  const size_t unmap = memory == Memory::kShared ? 0 : bytes;
+  mapped_ = std::unique_ptr<float, ReleaseFloats>(static_cast<float*>(p), ReleaseFloats{unmap});
   Fill(value);
 }
 
