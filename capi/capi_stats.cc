@@ -25,6 +25,7 @@ hvd_status hvd_get_stats(hvd_stats* stats) {
     s.wait_ns = now.wait_ns;
     s.wait_negotiating_ns = now.wait_negotiating_ns;
     s.shm_backend_calls = now.shm_backend_calls;
+    s.shm_peer_read_calls = now.shm_peer_read_calls;
     // An older caller's smaller struct gets the fields it knows of.
     const size_t n = std::min(stats->struct_size, sizeof(hvd_stats)) - sizeof(size_t);
     std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size_t),

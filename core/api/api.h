@@ -197,6 +197,7 @@ struct Stats {
   uint64_t shm_streamed_calls = 0;
   uint64_t shm_mapped_calls = 0;
   uint64_t shm_backend_calls = 0;
+  uint64_t shm_peer_read_calls = 0;
   uint64_t waits = 0;
   uint64_t wait_ns = 0;
   uint64_t wait_negotiating_ns = 0;

@@ -16,6 +16,7 @@ Stats GetStats() {
   s.shm_streamed_calls = Traffic().shm_streamed.load(std::memory_order_relaxed);
   s.shm_mapped_calls = Traffic().shm_mapped.load(std::memory_order_relaxed);
   s.shm_backend_calls = Traffic().shm_backend.load(std::memory_order_relaxed);
+  s.shm_peer_read_calls = Traffic().shm_peer_reads.load(std::memory_order_relaxed);
   s.waits = Waits().waits.load(std::memory_order_relaxed);
   s.wait_ns = Waits().ns.load(std::memory_order_relaxed);
   s.wait_negotiating_ns = Waits().negotiating_ns.load(std::memory_order_relaxed);

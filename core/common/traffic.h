@@ -25,6 +25,8 @@ struct HostTraffic {
   // Host-local allreduces that took the backend's own allreduce instead of
   // the slots, as the faster path at the time (shm_backend.cc).
   std::atomic<uint64_t> shm_backend{0};
+  // ... or the direct path, reading the peers' memory (shm_direct.cc).
+  std::atomic<uint64_t> shm_peer_reads{0};
 };
 
 HostTraffic& Traffic();
@@ -53,6 +55,11 @@ inline void CountMappedCall() {
 // Once per allreduce that took the backend's path (shm_backend.cc).
 inline void CountBackendCall() {
   Traffic().shm_backend.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Once per allreduce that took the direct path (shm_direct.cc).
+inline void CountPeerReadCall() {
+  Traffic().shm_peer_reads.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace hvd

@@ -830,11 +830,11 @@ TEST(Stats, CountAllreducedBytesAndCollectives) {
   EXPECT_EQ(old.allreduced_bytes, c.allreduced_bytes);
   EXPECT_EQ(old.host_allreduces, 12345u);
 
-  // Large allreduces: through shared memory (HVD_SHARED_MEMORY on) each is
-  // one chosen call (the ranks all on one host) or two (hierarchically, a
-  // reduce-scatter and an allgather inside the host), some streamed;
-  // without shared memory none.
-  Tensor big(T::f32, {1 << 18}), bigo(T::f32, {1 << 18});
+  // Large allreduces (below the direct path's 1 MiB): through shared memory
+  // (HVD_SHARED_MEMORY on) each is one chosen call (the ranks all on one
+  // host) or two (hierarchically, a reduce-scatter and an allgather inside
+  // the host), some streamed; without shared memory none.
+  Tensor big(T::f32, {(1 << 18) - 1024}), bigo(T::f32, {(1 << 18) - 1024});
   constexpr uint64_t kBig = 6;
   for (uint64_t i = 0; i < kBig; ++i)
     ASSERT_EQ(Allreduce("stats.big", big, bigo, HVD_OP_SUM), HVD_OK);
@@ -851,12 +851,21 @@ TEST(Stats, CountAllreducedBytesAndCollectives) {
 }
 
 // With HVD_SHARED_MEMORY_MPI_ALLREDUCE=1 (mpi.collectives.np2.mpi_allreduce_path)
-// a host-local allreduce of 2 MiB or more may take Open MPI's own: rank 0
-// times each path twice, in turn, before it chooses, so 8 calls of 3 MiB
-// take it at least twice, on every rank alike, with exact sums and averages.
-TEST(Stats, MpiAllreducePathWhenAskedFor) {
-  const char* on = std::getenv("HVD_SHARED_MEMORY_MPI_ALLREDUCE");
-  if (!on || std::string(on) != "1") GTEST_SKIP() << "runs with HVD_SHARED_MEMORY_MPI_ALLREDUCE=1";
+// a host-local allreduce of 2 MiB or more may take Open MPI's own, with
+// HVD_SHARED_MEMORY_PEER_READS=1 (mpi.collectives.np2.peer_reads_path) one
+// of 1 MiB or more the direct path: rank 0 times each path twice, in turn,
+// before it chooses, so 8 calls of 3 MiB take the second path at least
+// twice, on every rank alike, with exact sums and averages.
+bool EnvIsOne(const char* var) {
+  const char* v = std::getenv(var);
+  return v && std::string(v) == "1";
+}
+
+TEST(Stats, SecondPathWhenAskedFor) {
+  const bool mpi = EnvIsOne("HVD_SHARED_MEMORY_MPI_ALLREDUCE");
+  if (!mpi && !EnvIsOne("HVD_SHARED_MEMORY_PEER_READS")) {
+    GTEST_SKIP() << "runs with HVD_SHARED_MEMORY_MPI_ALLREDUCE=1 or HVD_SHARED_MEMORY_PEER_READS=1";
+  }
   hvd_stats a{};
   a.struct_size = sizeof a;
   ASSERT_EQ(hvd_get_stats(&a), HVD_OK);
@@ -875,7 +884,8 @@ TEST(Stats, MpiAllreducePathWhenAskedFor) {
   }
   hvd_stats b = a;
   ASSERT_EQ(hvd_get_stats(&b), HVD_OK);
-  const auto mine = static_cast<double>(b.shm_backend_calls - a.shm_backend_calls);
+  const auto mine = static_cast<double>(mpi ? b.shm_backend_calls - a.shm_backend_calls
+                                            : b.shm_peer_read_calls - a.shm_peer_read_calls);
   Tensor calls(T::i64, {2});  // the most and minus the fewest over the ranks
   calls.Set(0, mine);
   calls.Set(1, -mine);

@@ -191,13 +191,34 @@ void CheckRegions(ShmComm& shm_ref) {
   EXPECT_NE(bad.message().find("elements, this one"), std::string::npos) << bad.message();
 }
 
-// Large regions read the peers' inputs (process_vm_readv), smaller ones go
-// through the slots.
+// Forced onto the direct path (shm_direct.cc), large regions read the
+// peers' inputs and results where they lie (process_vm_readv), smaller ones
+// go through the slots: every layout of CheckRegions, and calls of several
+// windows (the last short), in place and not, every type and op.
 TEST(ShmComm, AllreduceRegionsReadingPeersWhateverTheLayout) {
   std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
   ASSERT_TRUE(shm);
   ASSERT_TRUE(shm->peer_reads()) << "process_vm_readv is not allowed here";
+  shm->ForcePath(true);
   CheckRegions(*shm);
+  if (HasFatalFailure()) return;
+  // 3 << 17 floats, 4 ops, in place and not; the joined call.
+  EXPECT_EQ(shm->peer_read_calls(), 9);
+  shm = MakeShm(kSlot);  // CheckRegions ends on a failed call
+  ASSERT_TRUE(shm);
+  shm->ForcePath(true);
+  const int64_t windows = ShmComm::kShareBytes / 4 * Size() * 2 + 1001;
+  for (bool in_place : {true, false}) {
+    CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum, windows, in_place);
+    CheckAllreduce<int32_t>(*shm, DataType::kInt32, ReduceOp::kMax, windows, in_place);
+    CheckAllreduce<uint16_t>(*shm, DataType::kFloat16, ReduceOp::kMin, windows, in_place);
+    CheckAllreduce<double>(*shm, DataType::kFloat64, ReduceOp::kProduct, windows, in_place);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(shm->peer_read_calls(), 8);
+  // Below kDirectMinBytes the slots still run.
+  CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum, 1000, true);
+  EXPECT_EQ(shm->peer_read_calls(), 8);
 }
 
 // A choice member 0 makes for all (StoreChooser `chooser`, way 1 taken in
@@ -286,6 +307,32 @@ TEST(ShmComm, MemberZeroChoosesThePathForEveryone) {
   off->ForcePath(true);
   CheckAllreduce<float>(*off, DataType::kFloat32, ReduceOp::kSum, 5000, true);
   EXPECT_EQ(off->backend_calls(), 0);
+}
+
+// Unforced, member 0 times the slots and the direct path and everyone
+// follows its choice: exact results, both paths timed, the same calls
+// direct everywhere. A member that rules the path out rules it out for all.
+TEST(ShmComm, MemberZeroChoosesTheDirectPathForEveryone) {
+  std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
+  ASSERT_TRUE(shm);
+  ASSERT_TRUE(shm->peer_reads()) << "process_vm_readv is not allowed here";
+  for (int i = 0; i < 40; ++i) {
+    CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum,
+                          ShmComm::kDirectMinBytes / 4 + i, i % 2 == 0);
+    if (HasFatalFailure()) return;
+  }
+  ExpectMemberZerosChoiceFollowed(shm->path(), shm->peer_read_calls(), "took different paths");
+  EXPECT_EQ(shm->backend_calls(), 0);
+
+  // A member that does not read its peers (HVD_SHARED_MEMORY_PEER_READS=0
+  // there) rules it out for all.
+  std::unique_ptr<ShmComm> off = MakeShm(kSlot, 60, /*peer_reads=*/Rank() != 1);
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(off->peer_reads());
+  off->ForcePath(true);
+  CheckAllreduce<float>(*off, DataType::kFloat32, ReduceOp::kSum, ShmComm::kDirectMinBytes / 2,
+                        true);
+  EXPECT_EQ(off->peer_read_calls(), 0);
 }
 
 // Rounds smaller than a slot: member 0 times its large calls with the

@@ -198,7 +198,8 @@ def test_stats_split_the_step_wait_into_slower_ranks_and_data(world):
     before = hvd.get_stats()
     assert set(before) == {"allreduced_bytes", "host_bytes_moved", "host_allreduces",
                            "shm_chosen_calls", "shm_streamed_calls", "shm_mapped_calls", "waits",
-                           "wait_ns", "wait_negotiating_ns", "shm_backend_calls"}
+                           "wait_ns", "wait_negotiating_ns", "shm_backend_calls",
+                           "shm_peer_read_calls"}
     late = hvd.rank() == hvd.size() - 1
     if late:
         time.sleep(0.3)

@@ -82,6 +82,10 @@ std::string Traffic(int iterations, const Fn& fn) {
     percent("through MPI's allreduce", b.shm_backend_calls - a.shm_backend_calls,
             b.host_allreduces - a.host_allreduces);
   }
+  if (b.shm_peer_read_calls > a.shm_peer_read_calls) {
+    percent("reading the peers' memory", b.shm_peer_read_calls - a.shm_peer_read_calls,
+            b.host_allreduces - a.host_allreduces);
+  }
   return text;
 }
 

@@ -144,7 +144,7 @@ def dump_flight_record(path=None):
 
 _STATS_FIELDS = ("allreduced_bytes", "host_bytes_moved", "host_allreduces", "shm_chosen_calls",
                  "shm_streamed_calls", "shm_mapped_calls", "waits", "wait_ns",
-                 "wait_negotiating_ns", "shm_backend_calls")
+                 "wait_negotiating_ns", "shm_backend_calls", "shm_peer_read_calls")
 
 
 def get_stats():

@@ -411,6 +411,12 @@ typedef struct hvd_stats {
                                    took MPI's own allreduce: tried, or timed
                                    faster than the segment at the time
                                    (HVD_SHARED_MEMORY_MPI_ALLREDUCE=1) */
+  uint64_t shm_peer_read_calls; /* host-local allreduces of 1 MiB or more that
+                                   read the other ranks' tensors where they
+                                   lie (process_vm_readv) instead of going
+                                   through the segment: tried, or timed
+                                   faster at the time
+                                   (HVD_SHARED_MEMORY_PEER_READS) */
 } hvd_stats;
 
 /* Fills *stats (up to its struct_size); callable at any time, even before

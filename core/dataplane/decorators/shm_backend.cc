@@ -1,18 +1,20 @@
-// ShmComm's other path for a large allreduce of regions: the backend's own
-// allreduce on the tensors where they lie (shm_comm.h).
+// ShmComm's second path for a large allreduce of regions (shm_comm.h), and
+// the choice between it and the slots; here also that path where it is the
+// backend's own allreduce on the tensors where they lie.
 //
-// On one host Open MPI reduces in place by reading the peer's buffer with
-// one kernel copy (cma); the slots hand each byte between the members'
-// caches. On the 16-core machine at np=2 Open MPI's was 7-12% faster; on
-// the 2-core VM the slots mostly were, and raw MPI itself swings 2x
-// between launches (docs/benchmarks.md), so no fixed choice is right
-// everywhere and this path is asked for (HVD_SHARED_MEMORY_MPI_ALLREDUCE=1).
+// The second path is the backend's where asked for
+// (HVD_SHARED_MEMORY_MPI_ALLREDUCE=1), else the direct one (shm_direct.cc)
+// where the members can read each other's memory. Both read a peer's buffer with one
+// kernel copy; the slots hand each byte between the members' caches. The
+// kernel's copy is cheap on huge pages and the slots' hand-over while the
+// cores share a cache, and a VM moves between such states for seconds at a
+// time (docs/benchmarks.md), so no fixed choice is right everywhere.
 // Member 0 times each path from the call's first barrier to its end and
 // uses the faster (a StoreChooser: each path timed twice in turn first, the
 // other tried now and then, and at once after a surprise). Its choice
 // travels in Member::backend before that barrier, so every member takes the
-// same path; CheckCounts has run by then, so the backend never sees members
-// with different counts.
+// same path; CheckCounts has run by then, so the second path never sees
+// members with different counts.
 #include <algorithm>
 #include <chrono>
 
@@ -29,25 +31,25 @@ using shm_regions::Walk;
 // Member 0 chooses (and publishes) the path of a call of `bytes`; the
 // others' choice is not used.
 StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity) {
-  if (rank() != 0 || !BackendEligible(bytes)) return {};
+  if (rank() != 0 || !OtherEligible(bytes)) return {};
   const StoreChooser::Choice way =
       forced_ >= 0 ? StoreChooser::Choice{forced_ == 1, false} : path_.Choose(bytes);
   __atomic_store_n(&member(0).backend[parity], way.stream ? 1 : 0, __ATOMIC_RELAXED);
   return way;
 }
 
-// Member 0 took `backend` for a call it chose `way` for, from `start` to now.
-void ShmComm::RecordPath(StoreChooser::Choice way, bool backend, int64_t bytes,
+// Member 0 took the second path (`other`) or not for a call it chose `way`
+// for, from `start` to now.
+void ShmComm::RecordPath(StoreChooser::Choice way, bool other, int64_t bytes,
                          std::chrono::steady_clock::time_point start) {
-  if (rank() != 0 || forced_ >= 0 || !BackendEligible(bytes) || backend != way.stream) return;
+  if (rank() != 0 || forced_ >= 0 || !OtherEligible(bytes) || other != way.stream) return;
   const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;
   path_.Record(way, bytes, ns.count());
 }
 
-// After the call's first barrier: whether member 0 chose the backend.
-bool ShmComm::BackendChosen(int64_t bytes, int64_t parity) const {
-  return BackendEligible(bytes) &&
-         __atomic_load_n(&member(0).backend[parity], __ATOMIC_RELAXED) == 1;
+// After the call's first barrier: whether member 0 chose the second path.
+bool ShmComm::OtherChosen(int64_t bytes, int64_t parity) const {
+  return OtherEligible(bytes) && __atomic_load_n(&member(0).backend[parity], __ATOMIC_RELAXED) == 1;
 }
 
 // What a call through the backend works on.

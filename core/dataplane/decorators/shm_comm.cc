@@ -81,10 +81,11 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
   // own core's cache says (hybrid CPUs): the smallest round wins.
   const int64_t round =
       std::min(slot_bytes, std::max<int64_t>(64 * size, SharedRoundBytes() / 64 * 64));
-  // A member that never takes the backend's path (-1) rules it out for all:
-  // every member must take the same path in every call.
-  int64_t agreed[3] = {s.ok() ? 1 : 0, round, backend_min_bytes};
-  HVD_RETURN_IF_ERROR(c.Allreduce({agreed, 3, DataType::kInt64, ReduceOp::kMin}));
+  // A member that never takes the backend's path (-1), or never reads its
+  // peers, rules it out for all: every member must take the same path in
+  // every call.
+  int64_t agreed[4] = {s.ok() ? 1 : 0, round, backend_min_bytes, peer_reads ? 1 : 0};
+  HVD_RETURN_IF_ERROR(c.Allreduce({agreed, 4, DataType::kInt64, ReduceOp::kMin}));
   seg->Unlink();  // everyone who could has mapped it (no-op where not the creator)
   if (!agreed[0]) {
     *why = s.ok() ? "another member of the host could not map the segment" : s.message();
@@ -101,7 +102,7 @@ Status ShmComm::Create(std::shared_ptr<Comm> backend, double timeout_s, int64_t 
   *out = std::make_unique<ShmComm>(std::move(backend), std::move(seg), slot_bytes, agreed[1],
                                    timeout_s, pids, agreed[2]);
   // Reading a peer needs its pid: not across pid namespaces.
-  if (peer_reads && pids) HVD_RETURN_IF_ERROR((*out)->ProbePeerReads());
+  if (agreed[3] == 1) HVD_RETURN_IF_ERROR((*out)->ProbePeerReads(pids));
   return Status::OK();
 }
 
@@ -116,7 +117,7 @@ ShmComm::ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segm
       check_pids_(check_pids),
       spin_(SpinBudget(size())),
       backend_min_bytes_(backend_min_bytes),
-      path_(std::max<int64_t>(backend_min_bytes, 1), kPathExplore, kPathMaxExplore, kPathSamples),
+      path_(1, kPathExplore, kPathMaxExplore, kPathSamples),  // OtherEligible decides
       placement_(slot_bytes + 1, StoreChooser::kExplore, StoreChooser::kMaxExplore, kPathSamples) {
   for (int k = 0; k < kStoreKinds; ++k) {
     stores_[k] = AgreedStores(StoreChooser(StoreChooser::kMinBytes, StoreChooser::kExplore,
@@ -235,12 +236,7 @@ Status ShmComm::SleepUntil(int r, uint64_t target, std::chrono::steady_clock::ti
 Status ShmComm::DoAllreduce(const AllreduceOptions& a) {
   if (!failed_.ok()) return Unusable();
   if (a.gathered()) return Guard(RunRounds(a.count, a.dt, a.op, a.gather, a.scatter));
-  if (a.regions) {
-    const int64_t bytes = a.count * static_cast<int64_t>(DataTypeSize(a.dt));
-    return Guard(peer_reads_ && bytes >= kDirectMinBytes
-                     ? RunDirect(*a.regions, a.count, a.dt, a.op, a.post)
-                     : RunShared(*a.regions, a.count, a.dt, a.op, a.post));
-  }
+  if (a.regions) return Guard(RunShared(*a.regions, a.count, a.dt, a.op, a.post));
   const std::vector<DirectRegion> one{
       {reinterpret_cast<uint64_t>(a.in), reinterpret_cast<uint64_t>(a.out), a.count}};
   return Guard(RunShared(one, a.count, a.dt, a.op, 1.0));

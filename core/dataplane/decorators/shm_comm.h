@@ -27,16 +27,16 @@
 // share from every member's input into every member's output, between two
 // barriers (shm_mapped.cc).
 //
-// Large allreduces of regions skip the slots for their inputs where the
-// kernel lets members read each other's memory and HVD_SHARED_MEMORY_PEER_READS
-// asks for it (peer_memory.h): each member reduces its share straight from
-// the others' inputs (shm_direct.cc).
-//
-// Large allreduces of regions (from `backend_min_bytes`: on MPI where
-// HVD_SHARED_MEMORY_MPI_ALLREDUCE=1 asks for it) may run the backend's own
-// allreduce on the tensors where they lie instead (Open MPI reads a peer's
-// buffer with one kernel copy): member 0 times both paths and picks the
-// faster for everyone, trying the other now and then (shm_backend.cc).
+// Large allreduces of regions have a second path, and member 0 times both
+// and picks the faster for everyone, trying the other now and then
+// (shm_backend.cc, "the path"):
+// - from `backend_min_bytes` (on MPI where HVD_SHARED_MEMORY_MPI_ALLREDUCE=1
+//   asks for it), the backend's own allreduce on the tensors where they lie;
+// - otherwise, where the kernel lets members read each other's memory
+//   (peer_memory.h; HVD_SHARED_MEMORY_PEER_READS), from kDirectMinBytes:
+//   no slots; each member reduces its share straight from the others'
+//   inputs and reads their results from their outputs (shm_direct.cc), as
+//   Open MPI does on one host, without its messages.
 //
 // No hang: a barrier waits at most `timeout_s` (then HVD_ERR_TIMEOUT naming
 // the member waited for); a member whose process is gone fails it at once
@@ -85,6 +85,10 @@ class ShmComm : public ForwardingComm {
   // The backend's allreduce goes in pieces of this size, the same on every
   // member whatever its tensors' layout (a piece across tensors is staged).
   static constexpr int64_t kBackendPieceBytes = 4 << 20;
+  // The direct path's share of a window per member: its reads of a peer go
+  // in pieces this large (the kernel pins each page it reads; fewer, larger
+  // reads cost less), and its reduce stays in L2.
+  static constexpr int64_t kShareBytes = 1 << 20;
   // Calls between tries of the path not in use: at first, and at most. A
   // try of the slower path costs up to 2x a call; a change of state shows
   // at once as a call much slower than its path's figure (StoreChooser's
@@ -98,7 +102,8 @@ class ShmComm : public ForwardingComm {
   ShmComm(std::shared_ptr<Comm> backend, std::unique_ptr<ShmSegment> segment, int64_t slot_bytes,
           int64_t round_bytes, double timeout_s, bool check_pids, int64_t backend_min_bytes);
 
-  // Whether allreduces of regions from kDirectMinBytes read the peers' inputs.
+  // Whether allreduces of regions from kDirectMinBytes may take the direct
+  // path (every member can read the others' memory).
   bool peer_reads() const { return peer_reads_; }
   // How every member writes what the others read, per collective: member
   // 0's figures, and this member's large calls that streamed (tests check
@@ -119,13 +124,15 @@ class ShmComm : public ForwardingComm {
   }
   // Allreduces that went between shared buffers (shm_mapped.cc).
   int64_t mapped_calls() const { return mapped_calls_; }
-  // Allreduces that went through the backend's own (shm_backend.cc), and
-  // member 0's figures for the two paths (way 1: the backend).
+  // Allreduces that went through the backend's own (shm_backend.cc) or the
+  // direct path (shm_direct.cc), and member 0's figures for the two paths
+  // (way 1: the backend's or the direct one).
   int64_t backend_calls() const { return backend_calls_; }
+  int64_t peer_read_calls() const { return peer_read_calls_; }
   const StoreChooser& path() const { return path_; }
-  // Tests: every allreduce that may take the backend's path takes it (or
-  // the slots: false), untimed; only member 0's call counts.
-  void ForcePath(bool backend) { forced_ = backend ? 1 : 0; }
+  // Tests: every allreduce that may take the second path takes it (or the
+  // slots: false), untimed; only member 0's call counts.
+  void ForcePath(bool other) { forced_ = other ? 1 : 0; }
   // Allreduces of regions in rounds smaller than a slot place their rounds
   // as member 0 finds faster (shm_shared.cc, "placement"): its figures
   // (way 1: the slots' parts in turn), and the calls that took them in turn.
@@ -169,10 +176,11 @@ class ShmComm : public ForwardingComm {
     // the parity of the call's first round (the others read it after that
     // round's barrier; the next call writes the other one).
     int64_t rounds[2];
-    // The direct allreduce: where this member's table of regions lies (in its
-    // own address space), their number, and the call's element count, by
-    // the parity of the call (a member may publish the next call's while
-    // another still reads this one's).
+    // An allreduce of regions: the call's element count and, where the
+    // direct path may be taken, where this member's table of regions lies
+    // (in its own address space) and their number, by the parity of the
+    // call (a member may publish the next call's while another still reads
+    // this one's).
     uint64_t direct_table[2];
     int64_t direct_regions[2], direct_count[2];
     // The allreduce of shared buffers (shm_mapped.cc), by the call's parity:
@@ -182,7 +190,7 @@ class ShmComm : public ForwardingComm {
     int32_t mapped_failed[2];
     uint64_t frees;  // SharedBuffers::Frees() of this member's process
     // Member 0's path for the allreduce of regions of this parity, written
-    // before its first barrier (1: the backend's allreduce).
+    // before its first barrier (1: the backend's allreduce or the direct one).
     int32_t backend[2];
     // Member 0's placement for the coming allreduces of regions in rounds
     // smaller than a slot (1: the parts in turn), written before a large
@@ -221,26 +229,32 @@ class ShmComm : public ForwardingComm {
   Status RunMapped(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
                    ReduceOp op, double post, bool stream, int64_t parity);
   Status MapTables(int64_t es, int64_t parity);
-  // shm_backend.cc
-  bool BackendEligible(int64_t bytes) const {
-    return backend_min_bytes_ >= 0 && bytes >= backend_min_bytes_;
+  // shm_backend.cc: the second path is the backend's where it was asked
+  // for, else the direct one where the members can read each other;
+  // whether a call of `bytes` may take it.
+  bool OtherIsBackend() const { return backend_min_bytes_ >= 0; }
+  bool OtherEligible(int64_t bytes) const {
+    if (OtherIsBackend()) return bytes >= backend_min_bytes_;
+    return peer_reads_ && bytes >= kDirectMinBytes;
   }
   StoreChooser::Choice ChoosePath(int64_t bytes, int64_t parity);
-  void RecordPath(StoreChooser::Choice way, bool backend, int64_t bytes,
+  void RecordPath(StoreChooser::Choice way, bool other, int64_t bytes,
                   std::chrono::steady_clock::time_point start);
-  bool BackendChosen(int64_t bytes, int64_t parity) const;
+  bool OtherChosen(int64_t bytes, int64_t parity) const;
   struct BackendCall;
   Status RunBackend(const std::vector<DirectRegion>& regions, const std::vector<int64_t>& starts,
                     int64_t count, DataType dt, ReduceOp op, double post);
   Status BackendPiece(const void* in, void* out, int64_t n, const BackendCall& c);
-  Status ProbePeerReads();
+  Status ProbePeerReads(bool can);
+  // shm_direct.cc
+  void PublishTable(const std::vector<DirectRegion>& regions, int64_t parity);
   Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
-                   ReduceOp op, double post);
-  Status ExchangeTables(const std::vector<DirectRegion>& regions, int64_t count,
-                        std::vector<std::vector<int64_t>>* starts);
-  Status ReducePiece(const std::vector<DirectRegion>& regions,
-                     const std::vector<std::vector<int64_t>>& starts, int64_t at0, int64_t m,
-                     DataType dt, ReduceOp op);
+                   ReduceOp op, double post, int64_t parity);
+  Status ReadTables(int64_t count, int64_t parity, std::vector<std::vector<int64_t>>* starts);
+  Status ReduceOthers(const std::vector<std::vector<int64_t>>& starts, int64_t at0, int64_t m,
+                      DataType dt, ReduceOp op);
+  void FinishPiece(const std::vector<DirectRegion>& regions, const std::vector<int64_t>& starts,
+                   int64_t at0, int64_t m, DataType dt, ReduceOp op, double post);
   // Reads what iov_remote_ lists in member r into what iov_local_ lists.
   Status ReadFrom(int r);
 
@@ -254,11 +268,12 @@ class ShmComm : public ForwardingComm {
   std::chrono::nanoseconds spin_;     // how long a barrier spins before it sleeps
   uint64_t passed_ = 0;
   int64_t round_ = 0;
-  int64_t direct_calls_ = 0;
+  int64_t region_calls_ = 0;  // allreduces of regions: their parity
   int64_t mapped_calls_ = 0;
   int64_t backend_min_bytes_;  // -1: the slots only
   StoreChooser path_;          // member 0's: slots or the backend
   int64_t backend_calls_ = 0;
+  int64_t peer_read_calls_ = 0;
   int forced_ = -1;                    // ForcePath's way (-1: none)
   std::vector<uint8_t> staged_;        // a backend piece across tensors
   StoreChooser placement_;             // member 0's: one part per set, or the parts in turn
@@ -268,8 +283,8 @@ class ShmComm : public ForwardingComm {
   std::atomic<bool> aborted_{false};
   Status failed_;
   bool peer_reads_ = false;
-  // The direct allreduce's working memory: the others' tables, and one piece of
-  // my share being reduced and of a peer's input read for it.
+  // The direct allreduce's working memory: the others' tables, my share of
+  // a window being reduced, and a further peer's input read for it.
   std::vector<std::vector<DirectRegion>> tables_;
   std::vector<uint8_t> acc_, piece_;
   std::vector<iovec> iov_local_, iov_remote_;

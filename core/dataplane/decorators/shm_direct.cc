@@ -1,15 +1,23 @@
-// ShmComm's direct allreduce (shm_comm.h): the members read each other's
-// inputs where they lie instead of copying them into the slots first.
+// ShmComm's direct allreduce (shm_comm.h): no slots; the members read
+// each other's inputs and results where they lie, with one kernel copy each
+// (process_vm_readv), as Open MPI's shared-memory transport does for large
+// messages, without its messages.
 //
-// Per call: each member publishes where its table of regions lies; barrier;
-// each reads the others' tables. Then rounds, as the slot path's: each
-// member reduces its share of the round in cache-sized pieces (the first
-// other member's input read into a piece buffer with one kernel copy, its
-// own input reduced into that where it lies, each further member's read
-// into a second buffer and reduced in; the result scaled and written to its
-// output and its slot); barrier; the others' shares copied from their
-// slots. The kernel's copy pins every page it reads, which makes it slower
-// than a memcpy: results go out through the slots, inputs come in directly.
+// Before the call's first barrier (shm_shared.cc) each member publishes
+// where its table of regions lies; after it, each reads the others' tables.
+// Then windows of kShareBytes per member, each cut into one share per
+// member. Member r, per window: reads each other member's input of its
+// share into a buffer (acc_, in L2), reduces its own input with it into its
+// output (in place: in one pass over the output); barrier; reads each other
+// member's result, from that member's output, into its own output. One
+// more barrier at the end: after it nobody reads its output or table.
+//
+// Through memory at np = 2 per reduced byte: half read from the peer's
+// input, my half read and written, the other half read from the peer's
+// output and written, 2.5 bytes, as Open MPI's. The slots take 4, but in
+// cache while the members' cores share one; the kernel's copy pins every
+// page it reads, cheap on huge pages and not on 4 KiB ones. So neither
+// path is faster everywhere, and member 0 chooses (shm_backend.cc).
 #include <sys/types.h>
 
 #include <algorithm>
@@ -26,10 +34,6 @@ namespace hvd {
 namespace {
 
 constexpr const char* kWhat = "host-local shared memory";
-// A piece of a share: half a typical L2 cache, so that the two piece
-// buffers stay in it while they are reduced.
-constexpr int64_t kPieceBytes = 256 << 10;
-
 using Region = DirectRegion;
 using shm_regions::At;
 using shm_regions::Starts;
@@ -37,14 +41,14 @@ using shm_regions::Walk;
 
 }  // namespace
 
-// Every member reads a word of every other's private memory; all keep the
-// slots unless all succeed.
-Status ShmComm::ProbePeerReads() {
+// Every member reads a word of every other's private memory (`can`: it
+// sees their pids); all keep the slots unless all succeed.
+Status ShmComm::ProbePeerReads(bool can) {
   static const int64_t probe = 0x68766470726f6265;  // in this process's data, not the segment
   Member& me = member(rank());
   __atomic_store_n(&me.direct_table[0], reinterpret_cast<uint64_t>(&probe), __ATOMIC_RELEASE);
   HVD_RETURN_IF_ERROR(inner().Barrier());
-  int32_t ok = 1;
+  int32_t ok = can ? 1 : 0;
   for (int r = 0; r < size() && ok; ++r) {
     if (r == rank()) continue;
     int64_t seen = 0;
@@ -66,37 +70,33 @@ Status ShmComm::ReadFrom(int r) {
                               " of this host's group: " + s.message());
 }
 
-// Publishes my table, then reads everyone's (*starts: where each region of
-// each member's table starts, in elements).
-Status ShmComm::ExchangeTables(const std::vector<DirectRegion>& regions, int64_t count,
-                               std::vector<std::vector<int64_t>>* starts) {
-  const int n = size(), me = rank();
-  const int64_t parity = direct_calls_++ % 2;
-  Member& mine = member(me);
+// Before the call's first barrier: where my table lies, and its length.
+void ShmComm::PublishTable(const std::vector<DirectRegion>& regions, int64_t parity) {
+  Member& mine = member(rank());
   __atomic_store_n(&mine.direct_table[parity], reinterpret_cast<uint64_t>(regions.data()),
                    __ATOMIC_RELAXED);
   __atomic_store_n(&mine.direct_regions[parity], static_cast<int64_t>(regions.size()),
                    __ATOMIC_RELAXED);
-  __atomic_store_n(&mine.direct_count[parity], count, __ATOMIC_RELAXED);
-  HVD_RETURN_IF_ERROR(Barrier());  // publishes the three
+}
 
-  // Every member checks every count before any reads a table: a member that
-  // fails here returns, and its table is gone.
-  HVD_RETURN_IF_ERROR(CheckCounts(parity, count));
+// After it (and CheckCounts): everyone's table read (*starts: where each
+// region of each member's table starts, in elements).
+Status ShmComm::ReadTables(int64_t count, int64_t parity,
+                           std::vector<std::vector<int64_t>>* starts) {
+  const int n = size(), me = rank();
   tables_.resize(static_cast<size_t>(n));
   starts->assign(static_cast<size_t>(n), {});
   for (int r = 0; r < n; ++r) {
-    if (r != me) {
-      auto& t = tables_[r];
-      const int64_t bytes =
-          __atomic_load_n(&member(r).direct_regions[parity], __ATOMIC_RELAXED) * sizeof(Region);
-      t.resize(static_cast<size_t>(bytes) / sizeof(Region));
-      AddIovec(reinterpret_cast<uint64_t>(t.data()), bytes, &iov_local_);
-      AddIovec(__atomic_load_n(&member(r).direct_table[parity], __ATOMIC_RELAXED), bytes,
-               &iov_remote_);
-      HVD_RETURN_IF_ERROR(ReadFrom(r));
-    }
-    (*starts)[r] = Starts(r == me ? regions : tables_[r]);
+    if (r == me) continue;
+    auto& t = tables_[r];
+    const int64_t bytes =
+        __atomic_load_n(&member(r).direct_regions[parity], __ATOMIC_RELAXED) * sizeof(Region);
+    t.resize(static_cast<size_t>(bytes) / sizeof(Region));
+    AddIovec(reinterpret_cast<uint64_t>(t.data()), bytes, &iov_local_);
+    AddIovec(__atomic_load_n(&member(r).direct_table[parity], __ATOMIC_RELAXED), bytes,
+             &iov_remote_);
+    HVD_RETURN_IF_ERROR(ReadFrom(r));
+    (*starts)[r] = Starts(t);
     if ((*starts)[r].back() != count) {
       return Status::Internal(std::string(kWhat) + ": member " + std::to_string(r) +
                               "'s regions hold " + std::to_string((*starts)[r].back()) +
@@ -106,83 +106,89 @@ Status ShmComm::ExchangeTables(const std::vector<DirectRegion>& regions, int64_t
   return Status::OK();
 }
 
-// Elements [at0, at0 + m) of my share, reduced over every member into acc_:
-// the first other member's piece lands in acc_, my input is reduced into it
-// where it lies (no copy of my own), then the others' pieces. Every op here
-// is commutative, so the result is bit for bit the slot path's.
-Status ShmComm::ReducePiece(const std::vector<DirectRegion>& regions,
-                            const std::vector<std::vector<int64_t>>& starts, int64_t at0, int64_t m,
-                            DataType dt, ReduceOp op) {
+// Elements [at0, at0 + m) reduced over every other member into acc_: the
+// first one's read into acc_, each further one's into piece_ and reduced in.
+Status ShmComm::ReduceOthers(const std::vector<std::vector<int64_t>>& starts, int64_t at0,
+                             int64_t m, DataType dt, ReduceOp op) {
   const auto es = static_cast<int64_t>(DataTypeSize(dt));
   bool first = true;
   for (int r = 0; r < size(); ++r) {
     if (r == rank()) continue;
     uint8_t* into = first ? acc_.data() : piece_.data();
     Walk(tables_[r], starts[r], at0, m, [&](const Region& g, int64_t at, int64_t to, int64_t k) {
-      if (!g.in) return ZeroBuffer(into + to * es, k, dt);
+      if (!g.in) return ZeroBuffer(into + to * es, k, dt);  // joined: zeros
       AddIovec(reinterpret_cast<uint64_t>(into + to * es), k * es, &iov_local_);
       AddIovec(g.in + static_cast<uint64_t>(at * es), k * es, &iov_remote_);
     });
     HVD_RETURN_IF_ERROR(ReadFrom(r));
-    if (!first) {
-      ReduceInto(acc_.data(), piece_.data(), m, dt, op);
-      continue;
-    }
+    if (!first) ReduceInto(acc_.data(), piece_.data(), m, dt, op);
     first = false;
-    Walk(regions, starts[rank()], at0, m, [&](const Region& g, int64_t at, int64_t to, int64_t k) {
-      const uint8_t* mine = At(g.in, at, es);
-      if (!g.in) {  // joined: zeros (not a no-op for min, max, product)
-        ZeroBuffer(piece_.data() + to * es, k, dt);
-        mine = piece_.data() + to * es;
-      }
-      ReduceInto(acc_.data() + to * es, mine, k, dt, op);
-    });
   }
   return Status::OK();
 }
 
-// Rounds of a window of size() slots' worth of elements: my share of it
-// reduced from the inputs where they lie, into my output and my slot; one
-// barrier; the others' shares copied from their slots.
-Status ShmComm::RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
+// My input of elements [at0, at0 + m) reduced with the others' (acc_) and
+// scaled into my output: in place in one pass over the output, otherwise
+// into acc_ and copied out. Every op here is commutative.
+void ShmComm::FinishPiece(const std::vector<DirectRegion>& regions,
+                          const std::vector<int64_t>& starts, int64_t at0, int64_t m, DataType dt,
                           ReduceOp op, double post) {
+  const auto es = static_cast<int64_t>(DataTypeSize(dt));
+  Walk(regions, starts, at0, m, [&](const Region& g, int64_t at, int64_t to, int64_t k) {
+    uint8_t* acc = acc_.data() + to * es;
+    if (g.in == g.out) {
+      ReduceInto(At(g.out, at, es), acc, k, dt, op);
+      ScaleBuffer(At(g.out, at, es), k, dt, post);
+      return;
+    }
+    const uint8_t* mine = At(g.in, at, es);
+    if (!g.in) {  // joined: zeros (not a no-op for min, max, product)
+      ZeroBuffer(piece_.data() + to * es, k, dt);
+      mine = piece_.data() + to * es;
+    }
+    ReduceInto(acc, mine, k, dt, op);
+    ScaleCopy(At(g.out, at, es), acc, k, dt, post);
+  });
+}
+
+Status ShmComm::RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
+                          ReduceOp op, double post, int64_t parity) {
   const auto es = static_cast<int64_t>(DataTypeSize(dt));
   const int n = size(), me = rank();
   std::vector<std::vector<int64_t>> starts;
-  HVD_RETURN_IF_ERROR(ExchangeTables(regions, count, &starts));
-  const int64_t slot_elems = std::max<int64_t>(1, slot_bytes_ / es);
-  const int64_t window = slot_elems * n;
-  const int64_t piece = std::max<int64_t>(1, std::min(kPieceBytes / es, slot_elems));
-  acc_.resize(static_cast<size_t>(piece * es));
+  HVD_RETURN_IF_ERROR(ReadTables(count, parity, &starts));
+  starts[me] = Starts(regions);
+  const int64_t share = std::max<int64_t>(1, kShareBytes / es), window = share * n;
+  acc_.resize(static_cast<size_t>(share * es));
   piece_.resize(acc_.size());
-  auto to_out = [&](int64_t first, int64_t k, const uint8_t* from) {
-    Walk(regions, starts[me], first, k, [&](const Region& g, int64_t at, int64_t to, int64_t j) {
-      std::memcpy(At(g.out, at, es), from + to * es, static_cast<size_t>(j * es));
-    });
-  };
-  for (int64_t base = 0; base < count; base += window, ++round_) {
+  for (int64_t base = 0; base < count; base += window) {
     const int64_t w = std::min(window, count - base);
     const Share mine = ShareOf(w, n, me);
-    for (int64_t off = 0; off < mine.n; off += piece) {
-      const int64_t m = std::min(piece, mine.n - off);
-      HVD_RETURN_IF_ERROR(ReducePiece(regions, starts, base + mine.lo + off, m, dt, op));
-      ScaleBuffer(acc_.data(), m, dt, post);
-      std::memcpy(slot(round_, me) + off * es, acc_.data(), static_cast<size_t>(m * es));
-      to_out(base + mine.lo + off, m, acc_.data());
+    if (mine.n > 0) {
+      HVD_RETURN_IF_ERROR(ReduceOthers(starts, base + mine.lo, mine.n, dt, op));
+      FinishPiece(regions, starts[me], base + mine.lo, mine.n, dt, op, post);
     }
-    HVD_RETURN_IF_ERROR(Barrier());
+    HVD_RETURN_IF_ERROR(Barrier());  // every share of the window in its member's output
     for (int r = 0; r < n; ++r) {
       const Share s = ShareOf(w, n, r);
-      if (r != me && s.n > 0) to_out(base + s.lo, s.n, slot(round_, r));
+      if (r == me || s.n == 0) continue;
+      auto add = [&](const std::vector<Region>& t, const std::vector<int64_t>& at,
+                     std::vector<iovec>* iov) {
+        Walk(t, at, base + s.lo, s.n, [&](const Region& g, int64_t a, int64_t, int64_t k) {
+          AddIovec(g.out + static_cast<uint64_t>(a * es), k * es, iov);
+        });
+      };
+      add(regions, starts[me], &iov_local_);
+      add(tables_[r], starts[r], &iov_remote_);
+      HVD_RETURN_IF_ERROR(ReadFrom(r));
     }
-    // Through memory (the piece buffers stay in cache): for my share, my
-    // input and each other's read, my output and slot written; for the
-    // others', a slot read and my output written.
-    CountMoved((n + 2) * mine.n * es + 2 * (w - mine.n) * es);
+    // My share: my input and each other's read, my output written (acc_
+    // stays in cache); the others': each read, my output written.
+    CountMoved((n + 1) * mine.n * es + 2 * (w - mine.n) * es);
   }
-  // A round's barrier tells every member that the others have read its
-  // table; with no round, one more barrier does.
-  return count == 0 ? Barrier() : Status::OK();
+  ++peer_read_calls_;
+  CountPeerReadCall();
+  return Barrier();
 }
 
 }  // namespace hvd

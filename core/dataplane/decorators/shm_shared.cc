@@ -172,7 +172,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
                           ReduceOp op, double post) {
   const auto es = static_cast<int64_t>(DataTypeSize(dt));
   SharedCall c{regions, shm_regions::Starts(regions), count, es, dt, op, post};
-  const int64_t parity = direct_calls_++ % 2;
+  const int64_t parity = region_calls_++ % 2;
   const int64_t mine = c.starts.back() == count ? count : -1;
   __atomic_store_n(&member(rank()).direct_count[parity], mine, __ATOMIC_RELAXED);
   if (count == 0 || mine < 0) {
@@ -192,6 +192,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   // My tensors all in shared buffers: my table in my slot instead of A(first).
   const bool mapped = PublishMapped(regions, es, parity) >= 0;
   const StoreChooser::Choice way = ChoosePath(count * es, parity);
+  if (!OtherIsBackend() && OtherEligible(count * es)) PublishTable(regions, parity);
   if (!mapped) SharedCopyIn(c, c.first);
   HVD_RETURN_IF_ERROR(Barrier(&timer));
   const auto start = std::chrono::steady_clock::now();  // member 0 times its path from here
@@ -201,8 +202,9 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     members_mapped += __atomic_load_n(&member(r).mapped[parity], __ATOMIC_RELAXED) >= 0;
   }
   if (members_mapped == size()) return RunMapped(regions, count, dt, op, post, c.stream, parity);
-  if (members_mapped == 0 && BackendChosen(count * es, parity)) {
-    HVD_RETURN_IF_ERROR(RunBackend(regions, c.starts, count, dt, op, post));
+  if (members_mapped == 0 && OtherChosen(count * es, parity)) {
+    HVD_RETURN_IF_ERROR(OtherIsBackend() ? RunBackend(regions, c.starts, count, dt, op, post)
+                                         : RunDirect(regions, count, dt, op, post, parity));
     RecordPath(way, true, count * es, start);
     return Status::OK();
   }

@@ -127,7 +127,7 @@ struct hvd_p2p_op  # sizeof 32
     tag::Cint  # offset 28
 end
 
-struct hvd_stats  # sizeof 88
+struct hvd_stats  # sizeof 96
     struct_size::Csize_t  # offset 0
     allreduced_bytes::UInt64  # offset 8
     host_bytes_moved::UInt64  # offset 16
@@ -139,6 +139,7 @@ struct hvd_stats  # sizeof 88
     wait_ns::UInt64  # offset 64
     wait_negotiating_ns::UInt64  # offset 72
     shm_backend_calls::UInt64  # offset 80
+    shm_peer_read_calls::UInt64  # offset 88
 end
 
 # ------------------------------------------------------------ functions
