@@ -75,8 +75,8 @@ class ShmComm : public ForwardingComm {
                        std::string* why);
   static constexpr int64_t kDefaultSlotBytes = 1 << 20;
   static constexpr int kSets = 3;
-  // Below this, a slot round costs less than the direct path's three
-  // barriers and system calls.
+  // Below this, a slot round costs less than the direct path's system calls
+  // and its barrier at the end.
   static constexpr int64_t kDirectMinBytes = 1 << 20;
   // On MPI, from this size an allreduce chooses between the slots and MPI's
   // own: below it a call is mostly latency, and the slots' one barrier per
