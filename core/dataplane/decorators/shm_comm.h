@@ -248,8 +248,8 @@ class ShmComm : public ForwardingComm {
   Status ProbePeerReads(bool can);
   // shm_direct.cc
   void PublishTable(const std::vector<DirectRegion>& regions, int64_t parity);
-  Status RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
-                   ReduceOp op, double post, int64_t parity);
+  Status RunDirect(const std::vector<DirectRegion>& regions, const std::vector<int64_t>& starts,
+                   int64_t count, DataType dt, ReduceOp op, double post, int64_t parity);
   Status ReadTables(int64_t count, int64_t parity, std::vector<std::vector<int64_t>>* starts);
   Status ReduceOthers(const std::vector<std::vector<int64_t>>& starts, int64_t at0, int64_t m,
                       DataType dt, ReduceOp op);
@@ -271,7 +271,7 @@ class ShmComm : public ForwardingComm {
   int64_t region_calls_ = 0;  // allreduces of regions: their parity
   int64_t mapped_calls_ = 0;
   int64_t backend_min_bytes_;  // -1: the slots only
-  StoreChooser path_;          // member 0's: slots or the backend
+  StoreChooser path_;          // member 0's: slots or the second path
   int64_t backend_calls_ = 0;
   int64_t peer_read_calls_ = 0;
   int forced_ = -1;                    // ForcePath's way (-1: none)

@@ -151,13 +151,14 @@ void ShmComm::FinishPiece(const std::vector<DirectRegion>& regions,
   });
 }
 
-Status ShmComm::RunDirect(const std::vector<DirectRegion>& regions, int64_t count, DataType dt,
+Status ShmComm::RunDirect(const std::vector<DirectRegion>& regions,
+                          const std::vector<int64_t>& my_starts, int64_t count, DataType dt,
                           ReduceOp op, double post, int64_t parity) {
   const auto es = static_cast<int64_t>(DataTypeSize(dt));
   const int n = size(), me = rank();
   std::vector<std::vector<int64_t>> starts;
   HVD_RETURN_IF_ERROR(ReadTables(count, parity, &starts));
-  starts[me] = Starts(regions);
+  starts[me] = my_starts;
   const int64_t share = std::max<int64_t>(1, kShareBytes / es), window = share * n;
   acc_.resize(static_cast<size_t>(share * es));
   piece_.resize(acc_.size());

@@ -203,8 +203,9 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   }
   if (members_mapped == size()) return RunMapped(regions, count, dt, op, post, c.stream, parity);
   if (members_mapped == 0 && OtherChosen(count * es, parity)) {
-    HVD_RETURN_IF_ERROR(OtherIsBackend() ? RunBackend(regions, c.starts, count, dt, op, post)
-                                         : RunDirect(regions, count, dt, op, post, parity));
+    HVD_RETURN_IF_ERROR(OtherIsBackend()
+                            ? RunBackend(regions, c.starts, count, dt, op, post)
+                            : RunDirect(regions, c.starts, count, dt, op, post, parity));
     RecordPath(way, true, count * es, start);
     return Status::OK();
   }
