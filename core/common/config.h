@@ -135,12 +135,12 @@ struct Config {
   // through a shared-memory segment (docs/tuning.md); 0 keeps them on the
   // backend.
   bool shared_memory = true;
-  // HVD_SHARED_MEMORY_PEER_READS=1: there, allreduces of 1 MiB or more may
-  // read the other ranks' tensors where they lie (process_vm_readv) where
-  // the kernel allows it, instead of going through the segment, when rank 0
-  // of the host times that faster. Off unless set: ahead on huge pages,
-  // behind on 4 KiB ones (docs/tuning.md).
-  bool shared_memory_peer_reads = false;
+  // HVD_SHARED_MEMORY_PEER_READS (on unless 0): there, allreduces of 1 MiB
+  // or more whose tensors lie in huge pages on every rank may read the
+  // other ranks' tensors where they lie (process_vm_readv, where the kernel
+  // allows it) instead of going through the segment, when rank 0 of the
+  // host times that faster; on 4 KiB pages they never do (docs/tuning.md).
+  bool shared_memory_peer_reads = true;
   // HVD_SHARED_MEMORY_MPI_ALLREDUCE=1: on MPI, allreduces of 2 MiB or more
   // through that segment time Open MPI's own allreduce against the segment
   // and take the faster (docs/tuning.md). Off unless set: on the machine

@@ -17,6 +17,7 @@
 
 #include "hvd/hvd.h"
 #include "test_tensor.h"
+#include "tests/common/huge_buffer.h"
 
 using hvdtest::N;
 using hvdtest::R;
@@ -853,9 +854,10 @@ TEST(Stats, CountAllreducedBytesAndCollectives) {
 // With HVD_SHARED_MEMORY_MPI_ALLREDUCE=1 (mpi.collectives.np2.mpi_allreduce_path)
 // a host-local allreduce of 2 MiB or more may take Open MPI's own, with
 // HVD_SHARED_MEMORY_PEER_READS=1 (mpi.collectives.np2.peer_reads_path) one
-// of 1 MiB or more the direct path: rank 0 times each path twice, in turn,
-// before it chooses, so 8 calls of 3 MiB take the second path at least
-// twice, on every rank alike, with exact sums and averages.
+// of 1 MiB or more in huge pages (as numpy's arrays) the direct path: rank 0
+// times each path twice, in turn, before it chooses, so 8 calls of 3 MiB
+// take the second path at least twice, on every rank alike, with exact sums
+// and averages.
 bool EnvIsOne(const char* var) {
   const char* v = std::getenv(var);
   return v && std::string(v) == "1";
@@ -866,11 +868,19 @@ TEST(Stats, SecondPathWhenAskedFor) {
   if (!mpi && !EnvIsOne("HVD_SHARED_MEMORY_PEER_READS")) {
     GTEST_SKIP() << "runs with HVD_SHARED_MEMORY_MPI_ALLREDUCE=1 or HVD_SHARED_MEMORY_PEER_READS=1";
   }
+  const int64_t n = (3 << 20) / 4;
+  const hvd::testing::HugeBuffer xs(4 << 20, 64), ys(4 << 20, 64);  // whole huge pages
+  if (!mpi) {
+    Tensor huge(T::i32, {1});  // on every rank
+    huge.Set(0, hvd::testing::KernelScansPageMaps() && xs.huge_bytes() >= n * 4 &&
+                    ys.huge_bytes() >= n * 4);
+    ASSERT_EQ(Allreduce("mpi_path.huge", huge, huge, HVD_OP_MIN), HVD_OK);
+    if (huge.Get(0) == 0) GTEST_SKIP() << "no huge pages here, or no PAGEMAP_SCAN (Linux 6.7)";
+  }
   hvd_stats a{};
   a.struct_size = sizeof a;
   ASSERT_EQ(hvd_get_stats(&a), HVD_OK);
-  const int64_t n = (3 << 20) / 4;
-  Tensor x(T::f32, {n}), y(T::f32, {n});
+  Tensor x(T::f32, {n}, xs.data()), y(T::f32, {n}, ys.data());
   for (int k = 0; k < 8; ++k) {
     const bool average = k % 2 == 1;
     for (int64_t i = 0; i < n; ++i) x.Set(i, V(R(), i));

@@ -31,6 +31,7 @@
 #include "core/common/config.h"
 #include "core/common/types.h"
 #include "core/dataplane/decorators/shared_buffers.h"
+#include "tests/common/huge_buffer.h"
 #include "tests/mp/small_values.h"
 
 namespace hvd {
@@ -81,12 +82,12 @@ double Get(T x) {
   }
 }
 
+// n elements from `in` into `out` (in place where they are one): exact.
 template <typename T>
-void CheckAllreduce(ShmComm& shm, DataType dt, ReduceOp op, int64_t n, bool in_place) {
-  std::vector<T> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+void CheckAllreduceIn(ShmComm& shm, DataType dt, ReduceOp op, int64_t n, T* in, T* dst) {
+  const bool in_place = in == dst;
   for (int64_t i = 0; i < n; ++i) in[i] = Make<T>(V(Rank(), i));
-  T* dst = in_place ? in.data() : out.data();
-  const Status s = shm.Allreduce({in.data(), dst, n, dt, op});
+  const Status s = shm.Allreduce({in, dst, n, dt, op});
   ASSERT_TRUE(s.ok()) << s.message();
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(Get(dst[i]), static_cast<double>(Expected(op, i)))
@@ -95,6 +96,14 @@ void CheckAllreduce(ShmComm& shm, DataType dt, ReduceOp op, int64_t n, bool in_p
   if (!in_place) {
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(Get(in[i]), static_cast<double>(V(Rank(), i)));
   }
+}
+
+// The same on the heap (4 KiB pages where transparent huge pages are not
+// "always").
+template <typename T>
+void CheckAllreduce(ShmComm& shm, DataType dt, ReduceOp op, int64_t n, bool in_place) {
+  std::vector<T> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+  CheckAllreduceIn(shm, dt, op, n, in.data(), in_place ? in.data() : out.data());
 }
 
 constexpr int64_t kSlot = 256;  // bytes: 64 floats a round, many rounds
@@ -309,20 +318,47 @@ TEST(ShmComm, MemberZeroChoosesThePathForEveryone) {
   EXPECT_EQ(off->backend_calls(), 0);
 }
 
-// Unforced, member 0 times the slots and the direct path and everyone
-// follows its choice: exact results, both paths timed, the same calls
-// direct everywhere. A member that rules the path out rules it out for all.
+// Whether every member's HugeBuffer of `bytes` lies in huge pages (smaps),
+// where the kernel can tell (the same answer on every member).
+bool HugePagesEverywhere(const testing::HugeBuffer& b, int64_t bytes) {
+  int ok = testing::KernelScansPageMaps() && b.huge_bytes() >= bytes;
+  EXPECT_EQ(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), MPI_SUCCESS);
+  return ok == 1;
+}
+
+// Unforced, on tensors in huge pages (as numpy's), member 0 times the slots
+// and the direct path and everyone follows its choice: exact results, both
+// paths timed, the same calls direct everywhere. Where one member's tensors
+// lie in 4 KiB pages, or every member's do, every call takes the slots,
+// untimed. A member that rules the path out rules it out for all.
 TEST(ShmComm, MemberZeroChoosesTheDirectPathForEveryone) {
   std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
   ASSERT_TRUE(shm);
   ASSERT_TRUE(shm->peer_reads()) << "process_vm_readv is not allowed here";
+  const int64_t n = ShmComm::kDirectMinBytes / 4 + 40, bytes = n * 4;
+  // Numpy's arrays lie 16 or 64 bytes past a page's boundary.
+  const testing::HugeBuffer in(8 << 20, 64), out(8 << 20, 64);
+  if (!HugePagesEverywhere(in, bytes) || !HugePagesEverywhere(out, bytes)) {
+    GTEST_SKIP() << "no huge pages here, or no PAGEMAP_SCAN (Linux 6.7) to tell";
+  }
   for (int i = 0; i < 40; ++i) {
-    CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum,
-                          ShmComm::kDirectMinBytes / 4 + i, i % 2 == 0);
+    float* dst = i % 2 == 0 ? in.as<float>() : out.as<float>();
+    CheckAllreduceIn<float>(*shm, DataType::kFloat32, ReduceOp::kSum, n - i, in.as<float>(), dst);
     if (HasFatalFailure()) return;
   }
   ExpectMemberZerosChoiceFollowed(shm->path(), shm->peer_read_calls(), "took different paths");
   EXPECT_EQ(shm->backend_calls(), 0);
+  const int64_t direct = shm->peer_read_calls();
+  const double figures[2] = {shm->path().ns_per_byte(false), shm->path().ns_per_byte(true)};
+  std::vector<float> heap(static_cast<size_t>(n));
+  for (int i = 0; i < 40; ++i) {  // small pages: on rank 1 only, then everywhere
+    float* x = i < 20 && Rank() != 1 ? in.as<float>() : heap.data();
+    CheckAllreduceIn<float>(*shm, DataType::kFloat32, ReduceOp::kSum, n - i, x, x);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(shm->peer_read_calls(), direct);
+  EXPECT_EQ(shm->path().ns_per_byte(false), figures[0]) << "a call in small pages was timed";
+  EXPECT_EQ(shm->path().ns_per_byte(true), figures[1]);
 
   // A member that does not read its peers (HVD_SHARED_MEMORY_PEER_READS=0
   // there) rules it out for all.

@@ -87,12 +87,18 @@ inline size_t Size(T t) {
 
 class Tensor {
  public:
-  Tensor(T t, std::vector<int64_t> shape) : type_(t), shape_(std::move(shape)) {
+  // On the heap, or in `memory` the caller owns (at least the tensor's bytes).
+  Tensor(T t, std::vector<int64_t> shape, uint8_t* memory = nullptr)
+      : type_(t), shape_(std::move(shape)) {
     int64_t n = 1;
     for (auto d : shape_) n *= d;
     n_ = n;
-    bytes_.assign(static_cast<size_t>(n) * Size(t) + 1, 0);  // +1: never a null data pointer
-    dl_.data = bytes_.data();
+    if (!memory) {
+      bytes_.assign(static_cast<size_t>(n) * Size(t) + 1, 0);  // +1: never a null data pointer
+      memory = bytes_.data();
+    }
+    data_ = memory;
+    dl_.data = data_;
     dl_.device = {kDLCPU, 0};
     dl_.ndim = static_cast<int32_t>(shape_.size());
     dl_.dtype = ToDL(t);
@@ -107,8 +113,8 @@ class Tensor {
   T type() const { return type_; }
   DLTensor* dl() { return &dl_; }
 
-  void Set(int64_t i, double v) { Store(bytes_.data() + i * Size(type_), type_, v); }
-  double Get(int64_t i) const { return Load(bytes_.data() + i * Size(type_), type_); }
+  void Set(int64_t i, double v) { Store(data_ + i * Size(type_), type_, v); }
+  double Get(int64_t i) const { return Load(data_ + i * Size(type_), type_); }
 
   static void Store(uint8_t* p, T t, double v) {
     switch (t) {
@@ -223,6 +229,7 @@ class Tensor {
   std::vector<int64_t> shape_;
   int64_t n_ = 0;
   std::vector<uint8_t> bytes_;
+  uint8_t* data_;
   DLTensor dl_{};
 };
 

@@ -9,12 +9,12 @@
 // kernel's copy is cheap on huge pages and the slots' hand-over while the
 // cores share a cache, and a VM moves between such states for seconds at a
 // time (docs/benchmarks.md), so no fixed choice is right everywhere.
-// Member 0 times each path from the call's first barrier to its end and
-// uses the faster (a StoreChooser: each path timed twice in turn first, the
-// other tried now and then, and at once after a surprise). Its choice
-// travels in Member::backend before that barrier, so every member takes the
-// same path; CheckCounts has run by then, so the second path never sees
-// members with different counts.
+// The direct path is open to a call only where every member's tensors lie
+// in huge pages (each says so before the first barrier). Member 0 times
+// each path from the call's first barrier to its end and uses the faster (a StoreChooser: each path
+// timed twice in turn first, the other tried now and then, and at once after a surprise). Its
+// choice travels in Member::backend before that barrier, so every member takes the same path;
+// CheckCounts has run by then, so the second path never sees members with different counts.
 #include <algorithm>
 #include <chrono>
 
@@ -28,10 +28,31 @@ namespace hvd {
 using shm_regions::At;
 using shm_regions::Walk;
 
-// Member 0 chooses (and publishes) the path of a call of `bytes`; the
-// others' choice is not used.
-StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity) {
-  if (rank() != 0 || !OtherEligible(bytes)) return {};
+bool ShmComm::OpenHere(const std::vector<DirectRegion>& regions, int64_t es, int64_t bytes,
+                       int64_t parity) {
+  const bool open =
+      OtherEligible(bytes) && (OtherIsBackend() || forced_ >= 0 || InHugePages(regions, es));
+  __atomic_store_n(&member(rank()).open[parity], open ? 1 : 0, __ATOMIC_RELAXED);
+  return open;
+}
+
+bool ShmComm::OpenEverywhere(int64_t bytes, int64_t parity) const {
+  if (!OtherEligible(bytes)) return false;
+  for (int r = 0; r < size(); ++r) {
+    if (__atomic_load_n(&member(r).open[parity], __ATOMIC_RELAXED) != 1) return false;
+  }
+  return true;
+}
+
+// Member 0 chooses (and publishes) the path of a call of `bytes` that its
+// tensors may take the second path for (`open`); the others' choice is not
+// used.
+StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity, bool open) {
+  if (rank() != 0) return {};
+  if (!open) {
+    __atomic_store_n(&member(0).backend[parity], 0, __ATOMIC_RELAXED);
+    return {};
+  }
   const StoreChooser::Choice way =
       forced_ >= 0 ? StoreChooser::Choice{forced_ == 1, false} : path_.Choose(bytes);
   __atomic_store_n(&member(0).backend[parity], way.stream ? 1 : 0, __ATOMIC_RELAXED);
@@ -39,17 +60,18 @@ StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity) {
 }
 
 // Member 0 took the second path (`other`) or not for a call it chose `way`
-// for, from `start` to now.
-void ShmComm::RecordPath(StoreChooser::Choice way, bool other, int64_t bytes,
+// for, from `start` to now: timed only where every member could take either.
+void ShmComm::RecordPath(StoreChooser::Choice way, bool other, int64_t bytes, int64_t parity,
                          std::chrono::steady_clock::time_point start) {
-  if (rank() != 0 || forced_ >= 0 || !OtherEligible(bytes) || other != way.stream) return;
+  if (rank() != 0 || forced_ >= 0 || other != way.stream || !OpenEverywhere(bytes, parity)) return;
   const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;
   path_.Record(way, bytes, ns.count());
 }
 
 // After the call's first barrier: whether member 0 chose the second path.
 bool ShmComm::OtherChosen(int64_t bytes, int64_t parity) const {
-  return OtherEligible(bytes) && __atomic_load_n(&member(0).backend[parity], __ATOMIC_RELAXED) == 1;
+  return OpenEverywhere(bytes, parity) &&
+         __atomic_load_n(&member(0).backend[parity], __ATOMIC_RELAXED) == 1;
 }
 
 // What a call through the backend works on.

@@ -36,7 +36,10 @@
 //   (peer_memory.h; HVD_SHARED_MEMORY_PEER_READS), from kDirectMinBytes:
 //   no slots; each member reduces its share straight from the others'
 //   inputs and reads their results from their outputs (shm_direct.cc), as
-//   Open MPI does on one host, without its messages.
+//   Open MPI does on one host, without its messages; only where every
+//   member's tensors lie in huge pages (huge_pages.h): on 4 KiB pages the
+//   kernel's pinning makes it the slower path, and timing it costs more
+//   than it finds.
 //
 // No hang: a barrier waits at most `timeout_s` (then HVD_ERR_TIMEOUT naming
 // the member waited for); a member whose process is gone fails it at once
@@ -54,6 +57,7 @@
 #include <vector>
 
 #include "core/backends/forwarding_comm.h"
+#include "core/dataplane/decorators/huge_pages.h"
 #include "core/dataplane/decorators/shared_buffers.h"
 #include "core/dataplane/decorators/shm_segment.h"
 #include "core/dataplane/decorators/store_chooser.h"
@@ -89,6 +93,10 @@ class ShmComm : public ForwardingComm {
   // in pieces this large (the kernel pins each page it reads; fewer, larger
   // reads cost less), and its reduce stays in L2.
   static constexpr int64_t kShareBytes = 1 << 20;
+  // The direct path's tensors lie in huge pages when at most this share of
+  // their bytes lies outside whole huge pages (numpy's arrays are not
+  // aligned to them: a head and a tail in small pages).
+  static constexpr int64_t kLooseShare = 4;  // a quarter
   // Calls between tries of the path not in use: at first, and at most. A
   // try of the slower path costs up to 2x a call; a change of state shows
   // at once as a call much slower than its path's figure (StoreChooser's
@@ -131,7 +139,7 @@ class ShmComm : public ForwardingComm {
   int64_t peer_read_calls() const { return peer_read_calls_; }
   const StoreChooser& path() const { return path_; }
   // Tests: every allreduce that may take the second path takes it (or the
-  // slots: false), untimed; only member 0's call counts.
+  // slots: false), untimed, wherever its tensors lie; member 0's way counts.
   void ForcePath(bool other) { forced_ = other ? 1 : 0; }
   // Allreduces of regions in rounds smaller than a slot place their rounds
   // as member 0 finds faster (shm_shared.cc, "placement"): its figures
@@ -190,8 +198,11 @@ class ShmComm : public ForwardingComm {
     int32_t mapped_failed[2];
     uint64_t frees;  // SharedBuffers::Frees() of this member's process
     // Member 0's path for the allreduce of regions of this parity, written
-    // before its first barrier (1: the backend's allreduce or the direct one).
+    // before its first barrier (1: the backend's allreduce or the direct one),
+    // and whether this member's tensors may take the second path (the
+    // direct one: they lie in huge pages).
     int32_t backend[2];
+    int32_t open[2];
     // Member 0's placement for the coming allreduces of regions in rounds
     // smaller than a slot (1: the parts in turn), written before a large
     // call's last barrier and read by every member after it.
@@ -237,8 +248,14 @@ class ShmComm : public ForwardingComm {
     if (OtherIsBackend()) return bytes >= backend_min_bytes_;
     return peer_reads_ && bytes >= kDirectMinBytes;
   }
-  StoreChooser::Choice ChoosePath(int64_t bytes, int64_t parity);
-  void RecordPath(StoreChooser::Choice way, bool other, int64_t bytes,
+  // Before the call's first barrier: whether my tensors may take the
+  // second path (published for the others).
+  bool OpenHere(const std::vector<DirectRegion>& regions, int64_t es, int64_t bytes,
+                int64_t parity);
+  // After it: whether every member's may (the same answer on every member).
+  bool OpenEverywhere(int64_t bytes, int64_t parity) const;
+  StoreChooser::Choice ChoosePath(int64_t bytes, int64_t parity, bool open);
+  void RecordPath(StoreChooser::Choice way, bool other, int64_t bytes, int64_t parity,
                   std::chrono::steady_clock::time_point start);
   bool OtherChosen(int64_t bytes, int64_t parity) const;
   struct BackendCall;
@@ -247,6 +264,7 @@ class ShmComm : public ForwardingComm {
   Status BackendPiece(const void* in, void* out, int64_t n, const BackendCall& c);
   Status ProbePeerReads(bool can);
   // shm_direct.cc
+  bool InHugePages(const std::vector<DirectRegion>& regions, int64_t es) const;
   void PublishTable(const std::vector<DirectRegion>& regions, int64_t parity);
   Status RunDirect(const std::vector<DirectRegion>& regions, const std::vector<int64_t>& starts,
                    int64_t count, DataType dt, ReduceOp op, double post, int64_t parity);
@@ -288,6 +306,7 @@ class ShmComm : public ForwardingComm {
   std::vector<std::vector<DirectRegion>> tables_;
   std::vector<uint8_t> acc_, piece_;
   std::vector<iovec> iov_local_, iov_remote_;
+  HugePages huge_pages_;
   // The allreduce of shared buffers: the peers' buffers mapped here, every
   // member's table with addresses here, and each peer's frees last seen.
   PeerBuffers peer_buffers_;

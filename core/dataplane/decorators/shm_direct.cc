@@ -16,8 +16,9 @@
 // input, my half read and written, the other half read from the peer's
 // output and written, 2.5 bytes, as Open MPI's. The slots take 4, but in
 // cache while the members' cores share one; the kernel's copy pins every
-// page it reads, cheap on huge pages and not on 4 KiB ones. So neither
-// path is faster everywhere, and member 0 chooses (shm_backend.cc).
+// page it reads, cheap on huge pages and not on 4 KiB ones. So the path is
+// open only where every member's tensors lie in huge pages (InHugePages),
+// and there member 0 times it against the slots (shm_backend.cc).
 #include <sys/types.h>
 
 #include <algorithm>
@@ -61,6 +62,21 @@ Status ShmComm::ProbePeerReads(bool can) {
       inner().Allreduce(AllreduceOptions(&ok, 1, DataType::kInt32, ReduceOp::kMin)));
   peer_reads_ = ok == 1;
   return Status::OK();
+}
+
+// What the others read of mine, my inputs and my outputs, lies in huge
+// pages, but for at most 1 / kLooseShare of its bytes.
+bool ShmComm::InHugePages(const std::vector<DirectRegion>& regions, int64_t es) const {
+  std::vector<HugePages::Span> spans;
+  int64_t bytes = 0;
+  for (const Region& g : regions) {
+    for (uint64_t addr : {g.in, g.out == g.in ? 0 : g.out}) {
+      if (addr == 0 || g.n == 0) continue;
+      spans.push_back({addr, g.n * es});
+      bytes += g.n * es;
+    }
+  }
+  return huge_pages_.Hold(std::move(spans), bytes / kLooseShare);
 }
 
 Status ShmComm::ReadFrom(int r) {

@@ -191,8 +191,9 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
   // My tensors all in shared buffers: my table in my slot instead of A(first).
   const bool mapped = PublishMapped(regions, es, parity) >= 0;
-  const StoreChooser::Choice way = ChoosePath(count * es, parity);
-  if (!OtherIsBackend() && OtherEligible(count * es)) PublishTable(regions, parity);
+  const bool open = OpenHere(regions, es, count * es, parity);
+  const StoreChooser::Choice way = ChoosePath(count * es, parity, open);
+  if (open && !OtherIsBackend()) PublishTable(regions, parity);
   if (!mapped) SharedCopyIn(c, c.first);
   HVD_RETURN_IF_ERROR(Barrier(&timer));
   const auto start = std::chrono::steady_clock::now();  // member 0 times its path from here
@@ -206,7 +207,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     HVD_RETURN_IF_ERROR(OtherIsBackend()
                             ? RunBackend(regions, c.starts, count, dt, op, post)
                             : RunDirect(regions, c.starts, count, dt, op, post, parity));
-    RecordPath(way, true, count * es, start);
+    RecordPath(way, true, count * es, parity, start);
     return Status::OK();
   }
   if (members_mapped > 0) {  // some are, some not: through the slots, A(first) one barrier late
@@ -229,7 +230,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   SharedCopyOut(c, last);
   round_ = last + 1;
   timer.Done(!turns_tried);
-  RecordPath(way, false, count * es, start);
+  RecordPath(way, false, count * es, parity, start);
   return Status::OK();
 }
 
