@@ -183,7 +183,9 @@ Status TrySharedMemory(const Config& config, const std::shared_ptr<Comm>& backen
   }
   HVD_LOG(kDebug) << what << ": " << backend->size() << " ranks, host-local collectives "
                   << "through shared memory"
-                  << (shm->peer_reads() ? ", large allreduces reading the peers' memory" : "");
+                  << (shm->peer_reads()
+                          ? ", large allreduces in huge pages reading the peers' memory"
+                          : "");
   *out = std::move(shm);
   return Status::OK();
 }

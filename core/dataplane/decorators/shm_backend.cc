@@ -11,10 +11,12 @@
 // time (docs/benchmarks.md), so no fixed choice is right everywhere.
 // The direct path is open to a call only where every member's tensors lie
 // in huge pages (each says so before the first barrier). Member 0 times
-// each path from the call's first barrier to its end and uses the faster (a StoreChooser: each path
-// timed twice in turn first, the other tried now and then, and at once after a surprise). Its
-// choice travels in Member::backend before that barrier, so every member takes the same path;
-// CheckCounts has run by then, so the second path never sees members with different counts.
+// each path from the call's first barrier to its end and uses the faster
+// (a StoreChooser: each path timed twice in turn first, the other tried now
+// and then, and at once after a surprise). Its choice travels in
+// Member::backend before that barrier, so every member takes the same
+// path; CheckCounts has run by then, so the second path never sees members
+// with different counts.
 #include <algorithm>
 #include <chrono>
 
@@ -29,9 +31,9 @@ using shm_regions::At;
 using shm_regions::Walk;
 
 bool ShmComm::OpenHere(const std::vector<DirectRegion>& regions, int64_t es, int64_t bytes,
-                       int64_t parity) {
-  const bool open =
-      OtherEligible(bytes) && (OtherIsBackend() || forced_ >= 0 || InHugePages(regions, es));
+                       int64_t parity, bool mapped) {
+  const bool open = OtherEligible(bytes) && !mapped &&
+                    (OtherIsBackend() || forced_ >= 0 || InHugePages(regions, es));
   __atomic_store_n(&member(rank()).open[parity], open ? 1 : 0, __ATOMIC_RELAXED);
   return open;
 }

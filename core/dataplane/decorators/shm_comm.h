@@ -249,9 +249,10 @@ class ShmComm : public ForwardingComm {
     return peer_reads_ && bytes >= kDirectMinBytes;
   }
   // Before the call's first barrier: whether my tensors may take the
-  // second path (published for the others).
-  bool OpenHere(const std::vector<DirectRegion>& regions, int64_t es, int64_t bytes,
-                int64_t parity);
+  // second path (published for the others); not where they are all in
+  // shared buffers (`mapped`: the mapped path or the slots).
+  bool OpenHere(const std::vector<DirectRegion>& regions, int64_t es, int64_t bytes, int64_t parity,
+                bool mapped);
   // After it: whether every member's may (the same answer on every member).
   bool OpenEverywhere(int64_t bytes, int64_t parity) const;
   StoreChooser::Choice ChoosePath(int64_t bytes, int64_t parity, bool open);

@@ -191,7 +191,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   const int64_t last = round_ + (count + c.piece - 1) / c.piece - 1;
   // My tensors all in shared buffers: my table in my slot instead of A(first).
   const bool mapped = PublishMapped(regions, es, parity) >= 0;
-  const bool open = OpenHere(regions, es, count * es, parity);
+  const bool open = OpenHere(regions, es, count * es, parity, mapped);
   const StoreChooser::Choice way = ChoosePath(count * es, parity, open);
   if (open && !OtherIsBackend()) PublishTable(regions, parity);
   if (!mapped) SharedCopyIn(c, c.first);
