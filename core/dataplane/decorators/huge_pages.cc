@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -34,7 +35,7 @@ HugePages::HugePages()
     : pagemap_(::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)), page_bytes_(HugePageBytes()) {}
 
 int64_t HugePages::SmallBytes(uint64_t from, uint64_t to, int64_t limit) const {
-  constexpr uint64_t kSmall = 4096;
+  static const auto kSmall = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));  // the scan's unit
   from = from / kSmall * kSmall;
   to = (to + kSmall - 1) / kSmall * kSmall;
   PageRegion found[8];
