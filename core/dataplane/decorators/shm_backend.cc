@@ -38,8 +38,7 @@ bool ShmComm::OpenHere(const std::vector<DirectRegion>& regions, int64_t es, int
   return open;
 }
 
-bool ShmComm::OpenEverywhere(int64_t bytes, int64_t parity) const {
-  if (!OtherEligible(bytes)) return false;
+bool ShmComm::OpenEverywhere(int64_t parity) const {
   for (int r = 0; r < size(); ++r) {
     if (__atomic_load_n(&member(r).open[parity], __ATOMIC_RELAXED) != 1) return false;
   }
@@ -62,18 +61,18 @@ StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity, bool ope
 }
 
 // Member 0 took the second path (`other`) or not for a call it chose `way`
-// for, from `start` to now: timed only where every member could take either.
-void ShmComm::RecordPath(StoreChooser::Choice way, bool other, int64_t bytes, int64_t parity,
+// for, from `start` to now: timed only where every member could take either
+// (`open`, OpenEverywhere).
+void ShmComm::RecordPath(StoreChooser::Choice way, bool other, bool open, int64_t bytes,
                          std::chrono::steady_clock::time_point start) {
-  if (rank() != 0 || forced_ >= 0 || other != way.stream || !OpenEverywhere(bytes, parity)) return;
+  if (rank() != 0 || forced_ >= 0 || !open || other != way.stream) return;
   const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;
   path_.Record(way, bytes, ns.count());
 }
 
 // After the call's first barrier: whether member 0 chose the second path.
-bool ShmComm::OtherChosen(int64_t bytes, int64_t parity) const {
-  return OpenEverywhere(bytes, parity) &&
-         __atomic_load_n(&member(0).backend[parity], __ATOMIC_RELAXED) == 1;
+bool ShmComm::OtherChosen(int64_t parity) const {
+  return __atomic_load_n(&member(0).backend[parity], __ATOMIC_RELAXED) == 1;
 }
 
 // What a call through the backend works on.

@@ -253,12 +253,13 @@ class ShmComm : public ForwardingComm {
   // shared buffers (`mapped`: the mapped path or the slots).
   bool OpenHere(const std::vector<DirectRegion>& regions, int64_t es, int64_t bytes, int64_t parity,
                 bool mapped);
-  // After it: whether every member's may (the same answer on every member).
-  bool OpenEverywhere(int64_t bytes, int64_t parity) const;
+  // After it: whether every member's may (the same answer on every member;
+  // never where any member's are all in shared buffers).
+  bool OpenEverywhere(int64_t parity) const;
   StoreChooser::Choice ChoosePath(int64_t bytes, int64_t parity, bool open);
-  void RecordPath(StoreChooser::Choice way, bool other, int64_t bytes, int64_t parity,
+  void RecordPath(StoreChooser::Choice way, bool other, bool open, int64_t bytes,
                   std::chrono::steady_clock::time_point start);
-  bool OtherChosen(int64_t bytes, int64_t parity) const;
+  bool OtherChosen(int64_t parity) const;
   struct BackendCall;
   Status RunBackend(const std::vector<DirectRegion>& regions, const std::vector<int64_t>& starts,
                     int64_t count, DataType dt, ReduceOp op, double post);

@@ -203,11 +203,12 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     members_mapped += __atomic_load_n(&member(r).mapped[parity], __ATOMIC_RELAXED) >= 0;
   }
   if (members_mapped == size()) return RunMapped(regions, count, dt, op, post, c.stream, parity);
-  if (members_mapped == 0 && OtherChosen(count * es, parity)) {
+  const bool open_everywhere = OpenEverywhere(parity);  // so no member's are mapped
+  if (open_everywhere && OtherChosen(parity)) {
     HVD_RETURN_IF_ERROR(OtherIsBackend()
                             ? RunBackend(regions, c.starts, count, dt, op, post)
                             : RunDirect(regions, c.starts, count, dt, op, post, parity));
-    RecordPath(way, true, count * es, parity, start);
+    RecordPath(way, true, open_everywhere, count * es, start);
     return Status::OK();
   }
   if (members_mapped > 0) {  // some are, some not: through the slots, A(first) one barrier late
@@ -230,7 +231,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   SharedCopyOut(c, last);
   round_ = last + 1;
   timer.Done(!turns_tried);
-  RecordPath(way, false, count * es, parity, start);
+  RecordPath(way, false, open_everywhere, count * es, start);
   return Status::OK();
 }
 
