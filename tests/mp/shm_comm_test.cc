@@ -318,6 +318,15 @@ TEST(ShmComm, MemberZeroChoosesThePathForEveryone) {
   EXPECT_EQ(off->backend_calls(), 0);
 }
 
+// Choosers `a` and `b` would choose the same ways for the next calls of
+// `bytes`, tries included.
+void ExpectSameChoices(StoreChooser a, StoreChooser b, int64_t bytes, const char* what) {
+  for (int i = 0; i < 3 * static_cast<int>(StoreChooser::kMaxExplore); ++i) {
+    const StoreChooser::Choice x = a.Choose(bytes), y = b.Choose(bytes);
+    ASSERT_TRUE(x.stream == y.stream && x.explore == y.explore) << what << ": call " << i;
+  }
+}
+
 // Whether every member's HugeBuffer of `bytes` lies in huge pages (smaps),
 // where the kernel can tell (the same answer on every member).
 bool HugePagesEverywhere(const testing::HugeBuffer& b, int64_t bytes) {
@@ -330,7 +339,8 @@ bool HugePagesEverywhere(const testing::HugeBuffer& b, int64_t bytes) {
 // and the direct path and everyone follows its choice: exact results, both
 // paths timed, the same calls direct everywhere. Where one member's tensors
 // lie in 4 KiB pages, or every member's do, every call takes the slots,
-// untimed. A member that rules the path out rules it out for all.
+// untimed, and member 0's chooser is where it was. A member that rules the
+// path out rules it out for all.
 TEST(ShmComm, MemberZeroChoosesTheDirectPathForEveryone) {
   std::unique_ptr<ShmComm> shm = MakeShm(kSlot);
   ASSERT_TRUE(shm);
@@ -350,6 +360,7 @@ TEST(ShmComm, MemberZeroChoosesTheDirectPathForEveryone) {
   EXPECT_EQ(shm->backend_calls(), 0);
   const int64_t direct = shm->peer_read_calls();
   const double figures[2] = {shm->path().ns_per_byte(false), shm->path().ns_per_byte(true)};
+  const StoreChooser before = shm->path();
   std::vector<float> heap(static_cast<size_t>(n));
   for (int i = 0; i < 40; ++i) {  // small pages: on rank 1 only, then everywhere
     float* x = i < 20 && Rank() != 1 ? in.as<float>() : heap.data();
@@ -359,6 +370,7 @@ TEST(ShmComm, MemberZeroChoosesTheDirectPathForEveryone) {
   EXPECT_EQ(shm->peer_read_calls(), direct);
   EXPECT_EQ(shm->path().ns_per_byte(false), figures[0]) << "a call in small pages was timed";
   EXPECT_EQ(shm->path().ns_per_byte(true), figures[1]);
+  ExpectSameChoices(before, shm->path(), bytes, "a call in small pages spent a turn");
 
   // A member that does not read its peers (HVD_SHARED_MEMORY_PEER_READS=0
   // there) rules it out for all.

@@ -27,7 +27,10 @@ uint64_t Addr(const void* p) {
 TEST(HugePages, YesOnlyWhereTheKernelMappedHugePages) {
   if (!testing::KernelScansPageMaps()) GTEST_SKIP() << "no PAGEMAP_SCAN before Linux 6.7";
   const HugePages pages;
-  ASSERT_EQ(pages.page_bytes(), kPage);
+  if (pages.page_bytes() != kPage) {  // HugeBuffer's spans are cut for 2 MiB pages
+    GTEST_SKIP() << "this kernel's huge pages are " << pages.page_bytes()
+                 << " bytes; the test is written for 2 MiB ones (x86-64)";
+  }
   HugeBuffer huge(4 * kPage);
   if (huge.huge_bytes() < 4 * kPage) {
     GTEST_SKIP() << "the kernel gave no huge pages here (transparent huge pages \"never\", or "

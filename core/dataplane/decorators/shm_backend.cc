@@ -50,10 +50,12 @@ bool ShmComm::OpenEverywhere(int64_t parity) const {
 // used.
 StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity, bool open) {
   if (rank() != 0) return {};
+  unchosen_.reset();
   if (!open) {
     __atomic_store_n(&member(0).backend[parity], 0, __ATOMIC_RELAXED);
     return {};
   }
+  if (forced_ < 0) unchosen_ = path_;
   const StoreChooser::Choice way =
       forced_ >= 0 ? StoreChooser::Choice{forced_ == 1, false} : path_.Choose(bytes);
   __atomic_store_n(&member(0).backend[parity], way.stream ? 1 : 0, __ATOMIC_RELAXED);
@@ -62,9 +64,11 @@ StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity, bool ope
 
 // Member 0 took the second path (`other`) or not for a call it chose `way`
 // for, from `start` to now: timed only where every member could take either
-// (`open`, OpenEverywhere).
+// (`open`, OpenEverywhere). Where some could not, the choice is taken back:
+// the chooser's turn (a try, a sample) goes to the next call that can.
 void ShmComm::RecordPath(StoreChooser::Choice way, bool other, bool open, int64_t bytes,
                          std::chrono::steady_clock::time_point start) {
+  if (!open && unchosen_) path_ = *unchosen_;
   if (rank() != 0 || forced_ >= 0 || !open || other != way.stream) return;
   const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;
   path_.Record(way, bytes, ns.count());

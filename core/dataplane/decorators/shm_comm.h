@@ -53,6 +53,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -292,6 +293,9 @@ class ShmComm : public ForwardingComm {
   int64_t mapped_calls_ = 0;
   int64_t backend_min_bytes_;  // -1: the slots only
   StoreChooser path_;          // member 0's: slots or the second path
+  // path_ before it chose a call that may turn out not open everywhere
+  // (the others' answers come after the choice): put back if so.
+  std::optional<StoreChooser> unchosen_;
   int64_t backend_calls_ = 0;
   int64_t peer_read_calls_ = 0;
   int forced_ = -1;                    // ForcePath's way (-1: none)
