@@ -387,7 +387,8 @@ TEST(ShmComm, MemberZeroChoosesTheDirectPathForEveryone) {
 // rounds in the first part of their slots and with the parts in turn, and
 // publishes the next large call's placement (shm_shared.cc). Calls of one
 // slot and less come in between. Exact results; both placements timed; the
-// same calls took the parts in turn on every member.
+// same calls took the parts in turn on every member; no call tried a
+// placement while it tried the stores.
 TEST(ShmComm, MemberZeroChoosesThePlacementForEveryone) {
   // 4 MiB slots hold at least 4 rounds whatever the L2 (SharedRoundBytes).
   std::unique_ptr<ShmComm> shm = MakeShm(int64_t{4} << 20, 60, /*peer_reads=*/false);
@@ -400,6 +401,7 @@ TEST(ShmComm, MemberZeroChoosesThePlacementForEveryone) {
   }
   ExpectMemberZerosChoiceFollowed(shm->placement(), shm->turns_calls(),
                                   "placed the rounds differently");
+  EXPECT_EQ(shm->both_tried_calls(), 0) << "a call tried a placement and the stores at once";
 }
 
 // An allreduce reads one set of slots while it writes the next; the other

@@ -645,6 +645,71 @@ TEST(StoreChooser, TakesItsOwnLineAndIntervals) {
   EXPECT_TRUE(again.explore);
 }
 
+// A way retried after a surprise while it still lacked its samples is
+// retried once, not in every call after.
+TEST(StoreChooser, RetriesAWayStillBeingSampledOnce) {
+  StoreChooser c(4096, 4, 8, 2);
+  c.Record(c.Choose(4096), 4096, 1e9);  // cold
+  const auto p1 = c.Choose(4096), s1 = c.Choose(4096), p2 = c.Choose(4096), s2 = c.Choose(4096);
+  ASSERT_TRUE(!p1.stream && s1.stream && !p2.stream && s2.stream);
+  c.Record(p1, 4096, 2.0 * 4096);
+  c.Record(s1, 4096, 1.0 * 4096);
+  c.Record(s2, 4096, 1.0 * 4096);  // p2's call went unrecorded: plain has one timing of two
+  const auto next = c.Choose(4096);
+  ASSERT_TRUE(next.stream && !next.explore);
+  c.Record(next, 4096, 3.0 * 4096);  // a surprise: plain is tried next
+  const auto retry = c.Choose(4096);
+  ASSERT_TRUE(!retry.stream && retry.explore);
+  c.Record(retry, 4096, 2.0 * 4096);  // plain's second sample
+  const auto after = c.Choose(4096);
+  EXPECT_TRUE(after.stream && !after.explore) << "plain retried again";
+}
+
+// ShmComm's stores and placement time the same calls (shm_shared.cc): the
+// stores' way for a call is chosen at the first barrier of the call
+// before, the placement at that call's end, after its record; a call counts
+// for the stores only where the placement is not tried, and for the
+// placement only where the stores are not. Where both tried in one call,
+// each retrying after a surprise, neither was timed again and both kept
+// retrying to the end; the placement now waits while the stores try. Calls
+// of one launch: 10% noise, now and then 1-3 calls twice as slow.
+TEST(StoreChooser, TwoTimingTheSameCallsNeverBothTry) {
+  const int64_t big = 4096;
+  StoreChooser stores(big, 4, 8, 2), placement(big, 4, 8, 2);
+  StoreChooser::Choice s = stores.Choose(big), p = placement.Choose(big);
+  uint32_t seed = 12345;
+  auto uniform = [&] {
+    seed = seed * 1664525u + 1013904223u;  // a fixed sequence: the test is deterministic
+    return static_cast<double>(seed >> 8) / (1 << 24);
+  };
+  int both = 0, slow_left = 0, timed_late[2] = {0, 0};
+  for (int call = 0; call < 2000; ++call) {
+    const StoreChooser::Choice s_next = stores.Choose(big);
+    if (slow_left == 0 && uniform() < 0.03) slow_left = 1 + static_cast<int>(3 * uniform());
+    const double slow = slow_left > 0 ? 2.0 : 1.0;
+    slow_left -= slow_left > 0;
+    // Plain stores and the first part the faster ways.
+    const double ns = (1.0 + 0.5 * s.stream + 0.3 * p.stream) * (1 + 0.1 * uniform()) * slow;
+    both += s.explore && p.explore;
+    if (!s.explore) {
+      placement.Record(p, big, ns * big);
+      timed_late[1] += call >= 1900;
+    }
+    const StoreChooser::Choice p_next = placement.Choose(big, !s_next.explore);
+    if (!p.explore) {
+      stores.Record(s, big, ns * big);
+      timed_late[0] += call >= 1900;
+    }
+    s = s_next;
+    p = p_next;
+  }
+  EXPECT_EQ(both, 0);
+  EXPECT_GE(timed_late[0], 80) << "the stores no longer timed";
+  EXPECT_GE(timed_late[1], 80) << "the placement no longer timed";
+  EXPECT_LT(stores.ns_per_byte(false), stores.ns_per_byte(true));
+  EXPECT_LT(placement.ns_per_byte(false), placement.ns_per_byte(true));
+}
+
 // AgreedStores: member 0 chooses, publishes before each call's first
 // barrier and everyone reads after it, so both members take the same way in
 // every call; a choice stands until a large call takes it, so the large

@@ -147,6 +147,9 @@ class ShmComm : public ForwardingComm {
   // (way 1: the slots' parts in turn), and the calls that took them in turn.
   const StoreChooser& placement() const { return placement_; }
   int64_t turns_calls() const { return turns_calls_; }
+  // Member 0's large calls that tried both a placement and the stores not
+  // in use, so that neither could be timed (none should).
+  int64_t both_tried_calls() const { return both_tried_calls_; }
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -304,6 +307,7 @@ class ShmComm : public ForwardingComm {
   StoreChooser::Choice turns_choice_;  // member 0's: what turns_ came from
   bool turns_ = false;                 // this member's placement for the next large call
   int64_t turns_calls_ = 0;
+  int64_t both_tried_calls_ = 0;
   std::atomic<bool> aborted_{false};
   Status failed_;
   bool peer_reads_ = false;

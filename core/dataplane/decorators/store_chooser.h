@@ -62,9 +62,12 @@ class StoreChooser {
     bool stream = false;   // streaming stores for this call
     bool explore = false;  // the way that is not the faster, tried again
   };
-  // The way for the next call, of `bytes`.
-  Choice Choose(int64_t bytes) {
+  // The way for the next call, of `bytes`. `may_try`: false where the call
+  // cannot time this chooser's way (another chooser tries its own in it):
+  // the faster way so far, and the turn (a sample, a try) waits.
+  Choice Choose(int64_t bytes, bool may_try = true) {
     if (bytes < min_bytes_) return {};
+    if (!may_try) return {timed_[0] > 0 && timed_[1] > 0 && ns_per_byte_[1] < ns_per_byte_[0]};
     if (!cold_given_) {  // the first large call: cold, not timed
       cold_given_ = true;
       return {};
@@ -100,6 +103,7 @@ class StoreChooser {
     const double x = ns / static_cast<double>(bytes);
     if (timed_[c.stream ? 1 : 0]++ < samples_) {
       e = e <= 0 ? x : std::min(e, x);
+      if (retry_ == (c.stream ? 1 : 0)) retry_ = -1;  // a sample, but the retry is done
       return;
     }
     if (c.explore && e > 0 && other > 0) {  // not the first timing of this way
@@ -170,6 +174,8 @@ class AgreedStores {
   }
   const StoreChooser& chooser() const { return chooser_; }
   int64_t streamed() const { return streamed_; }  // large calls that streamed
+  // Member 0's: the next large call tries the way not in use.
+  bool trying() const { return after_.explore; }
 
  private:
   StoreChooser chooser_;
