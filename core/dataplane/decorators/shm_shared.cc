@@ -38,7 +38,7 @@
 // stores; so no call tries both, or neither would ever be timed again after
 // each chose to retry at once (a surprise): the placement waits its turn
 // while the stores try. Until then, a launch could keep streaming stores
-// and the parts in turn at 1.7x the time (notebook, 2026-12-06 evening).
+// and the parts in turn at twice the time (notebook, 2026-12-06 evening).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
