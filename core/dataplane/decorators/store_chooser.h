@@ -67,7 +67,7 @@ class StoreChooser {
   // the faster way so far, and the turn (a sample, a try) waits.
   Choice Choose(int64_t bytes, bool may_try = true) {
     if (bytes < min_bytes_) return {};
-    if (!may_try) return {timed_[0] > 0 && timed_[1] > 0 && ns_per_byte_[1] < ns_per_byte_[0]};
+    if (!may_try) return {StreamFaster()};
     if (!cold_given_) {  // the first large call: cold, not timed
       cold_given_ = true;
       return {};
@@ -83,7 +83,7 @@ class StoreChooser {
       return {stream, stream};
     }
     if (retry_ >= 0) return {retry_ == 1, true};
-    const bool best = ns_per_byte_[1] < ns_per_byte_[0];
+    const bool best = StreamFaster();
     const bool explore = ++calls_ >= interval_;
     if (explore) calls_ = 0;
     return {explore ? !best : best, explore};
@@ -120,6 +120,11 @@ class StoreChooser {
   uint64_t explore_interval() const { return interval_; }
 
  private:
+  // Both ways timed, and streaming (way 1) the faster so far.
+  bool StreamFaster() const {
+    return timed_[0] > 0 && timed_[1] > 0 && ns_per_byte_[1] < ns_per_byte_[0];
+  }
+
   int64_t min_bytes_;
   uint64_t explore_, max_explore_;
   int samples_;
