@@ -404,6 +404,25 @@ TEST(ShmComm, MemberZeroChoosesThePlacementForEveryone) {
   EXPECT_EQ(shm->both_tried_calls(), 0) << "a call tried a placement and the stores at once";
 }
 
+// Large calls that may take MPI's allreduce: member 0 chooses the path, and
+// on the slots' calls the stores and the placement. A call that tries
+// stores or a placement not in use is slower for their sake, so the path
+// chooser takes no time from it (its turn waits): exact results, both paths
+// still timed, every member on member 0's path.
+TEST(ShmComm, ThePathTakesNoTimeFromAnotherChoosersTry) {
+  std::unique_ptr<ShmComm> shm =
+      MakeShm(int64_t{4} << 20, 60, /*peer_reads=*/false, /*backend_min_bytes=*/4096);
+  ASSERT_TRUE(shm);
+  for (int i = 0; i < 48; ++i) {
+    const int64_t large = (int64_t{5} << 20) / 4 + 1000 * i + 7;
+    CheckAllreduce<float>(*shm, DataType::kFloat32, ReduceOp::kSum, large, i % 2 == 0);
+    if (HasFatalFailure()) return;
+  }
+  ExpectMemberZerosChoiceFollowed(shm->path(), shm->backend_calls(), "took different paths");
+  EXPECT_EQ(shm->path_timed_tries(), 0) << "the path was timed on a try of the stores or placement";
+  EXPECT_EQ(shm->both_tried_calls(), 0);
+}
+
 // An allreduce reads one set of slots while it writes the next; the other
 // collectives' rounds follow it at once: back to back, with every number of
 // rounds, nothing is overwritten before it is read.

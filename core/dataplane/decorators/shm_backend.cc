@@ -64,14 +64,18 @@ StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity, bool ope
 
 // Member 0 took the second path (`other`) or not for a call it chose `way`
 // for, from `start` to now: timed only where every member could take either
-// (`open`, OpenEverywhere). Where some could not, the choice is taken back:
-// the chooser's turn (a try, a sample) goes to the next call that can.
-void ShmComm::RecordPath(StoreChooser::Choice way, bool other, bool open, int64_t bytes,
+// (`open`, OpenEverywhere) and the call timed nothing else (`alone`: the
+// slots did not try stores or a placement not in use, whose cost is not the
+// path's). Otherwise the choice is taken back: the chooser's turn (a try, a
+// sample) goes to the next call that can. Whether it was timed.
+bool ShmComm::RecordPath(StoreChooser::Choice way, bool other, bool open, bool alone, int64_t bytes,
                          std::chrono::steady_clock::time_point start) {
-  if (!open && unchosen_) path_ = *unchosen_;
-  if (rank() != 0 || forced_ >= 0 || !open || other != way.stream) return;
+  const bool timed = open && alone;
+  if (!timed && unchosen_) path_ = *unchosen_;
+  if (rank() != 0 || forced_ >= 0 || !timed || other != way.stream) return false;
   const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;
   path_.Record(way, bytes, ns.count());
+  return true;
 }
 
 // After the call's first barrier: whether member 0 chose the second path.

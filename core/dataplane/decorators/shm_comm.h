@@ -150,6 +150,9 @@ class ShmComm : public ForwardingComm {
   // Member 0's large calls that tried both a placement and the stores not
   // in use, so that neither could be timed (none should).
   int64_t both_tried_calls() const { return both_tried_calls_; }
+  // Member 0's calls through the slots whose time its path chooser took
+  // while they tried the stores or a placement (none should).
+  int64_t path_timed_tries() const { return path_timed_tries_; }
 
   // Elements [lo, lo + n) of `count` that member r reduces.
   struct Share {
@@ -261,7 +264,7 @@ class ShmComm : public ForwardingComm {
   // never where any member's are all in shared buffers).
   bool OpenEverywhere(int64_t parity) const;
   StoreChooser::Choice ChoosePath(int64_t bytes, int64_t parity, bool open);
-  void RecordPath(StoreChooser::Choice way, bool other, bool open, int64_t bytes,
+  bool RecordPath(StoreChooser::Choice way, bool other, bool open, bool alone, int64_t bytes,
                   std::chrono::steady_clock::time_point start);
   bool OtherChosen(int64_t parity) const;
   struct BackendCall;
@@ -308,6 +311,7 @@ class ShmComm : public ForwardingComm {
   bool turns_ = false;                 // this member's placement for the next large call
   int64_t turns_calls_ = 0;
   int64_t both_tried_calls_ = 0;
+  int64_t path_timed_tries_ = 0;
   std::atomic<bool> aborted_{false};
   Status failed_;
   bool peer_reads_ = false;

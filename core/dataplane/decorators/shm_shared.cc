@@ -196,6 +196,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   const bool mapped = PublishMapped(regions, es, parity) >= 0;
   const bool open = OpenHere(regions, es, count * es, parity, mapped);
   const StoreChooser::Choice way = ChoosePath(count * es, parity, open);
+  if (way.stream || mapped) timer.Elsewhere();
   if (open && !OtherIsBackend()) PublishTable(regions, parity);
   if (!mapped) SharedCopyIn(c, c.first);
   HVD_RETURN_IF_ERROR(Barrier(&timer));
@@ -211,7 +212,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     HVD_RETURN_IF_ERROR(OtherIsBackend()
                             ? RunBackend(regions, c.starts, count, dt, op, post)
                             : RunDirect(regions, c.starts, count, dt, op, post, parity));
-    RecordPath(way, true, open_everywhere, count * es, start);
+    RecordPath(way, true, open_everywhere, true, count * es, start);
     return Status::OK();
   }
   if (members_mapped > 0) {  // some are, some not: through the slots, A(first) one barrier late
@@ -227,15 +228,17 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     if (k < last) SharedCopyIn(c, k + 1);
   }
   const bool turns_tried = turns_choice_.explore && count * es >= placement_.min_bytes();
-  both_tried_calls_ += turns_tried && timer.explore();
-  if (rank() == 0) ChooseTurns(count * es, start, !timer.explore());
+  const bool stores_tried = timer.explore();
+  both_tried_calls_ += turns_tried && stores_tried;
+  if (rank() == 0) ChooseTurns(count * es, start, !stores_tried);
   HVD_RETURN_IF_ERROR(Barrier());
   turns_ = __atomic_load_n(&member(0).turns, __ATOMIC_RELAXED) == 1;
   turns_calls_ += c.turns && c.piece * es < slot_bytes_;
   SharedCopyOut(c, last);
   round_ = last + 1;
   timer.Done(!turns_tried);
-  RecordPath(way, false, open_everywhere, count * es, start);
+  const bool tried = turns_tried || stores_tried;
+  path_timed_tries_ += RecordPath(way, false, open_everywhere, !tried, count * es, start) && tried;
   return Status::OK();
 }
 

@@ -207,12 +207,18 @@ class StoreTimer {
         start_(timed_ ? Clock::now() : Clock::time_point()) {}
   bool stream() const { return choice_.stream; }
   bool explore() const { return choice_.explore; }
+  // Before the first barrier: member 0 sends the call another way (its
+  // second path, or between shared buffers), which writes no slots. The
+  // standing choice then waits for a call that does, rather than being
+  // spent untimed; and a placement chosen beside it (shm_shared.cc) meets
+  // the stores it was chosen against.
+  void Elsewhere() { elsewhere_ = true; }
   // Around each barrier: only the first one's wait is left out, and the
   // next call's way goes from member 0 to all across it.
   void Waiting() {
     if (waited_) return;
     if (timed_) ns_ = Since(start_);
-    stores_->Publish(timed_);
+    stores_->Publish(timed_ && !elsewhere_);
   }
   void Waited() {
     if (waited_) return;
@@ -238,6 +244,7 @@ class StoreTimer {
   Clock::time_point start_;
   double ns_ = 0;  // before the first barrier
   bool waited_ = false;
+  bool elsewhere_ = false;
 };
 
 }  // namespace hvd
