@@ -45,7 +45,8 @@ def launch(libdir, assignments, csv_path, args):
     else:
         bench = [args.bench, "--workloads"]
     cmd = ["nice", "-n", "-10", "mpirun", "-np", "2", "--bind-to", "core"] + forward + bench + [
-        ",".join(args.sets), "--rounds", "1", "--paired", "--csv", csv_path]
+        ",".join(args.sets), "--rounds", "1", "--paired", "--csv", csv_path] + (
+            ["--huge-pages"] if args.huge_pages else [])
     with open(csv_path[:-4] + ".txt", "w") as log:
         return subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
 
@@ -73,6 +74,9 @@ def main():
     p.add_argument("--bench", default=os.path.join(ROOT, "build", "bin", "hvd_bench"))
     p.add_argument("--torch", action="store_true",
                    help="through hvd.torch (launch_bench.py) instead of the C API")
+    p.add_argument("--huge-pages", action="store_true",
+                   help="every buffer in transparent huge pages (hvd_bench and launch_bench.py "
+                        "--huge-pages), where the direct path may run")
     p.add_argument("--out", default="/tmp/ab_libs")
     args = p.parse_args()
     args.sets = args.sets.split(",")
