@@ -407,8 +407,10 @@ TEST(ShmComm, MemberZeroChoosesThePlacementForEveryone) {
 // Large calls that may take MPI's allreduce: member 0 chooses the path, and
 // on the slots' calls the stores and the placement. A call that tries
 // stores or a placement not in use is slower for their sake, so the path
-// chooser takes no time from it (its turn waits): exact results, both paths
-// still timed, every member on member 0's path.
+// chooser takes no time from it (its turn waits); a call through MPI leaves
+// the stores' choice standing, so the placement chosen beside it never
+// meets a new try of the stores. Exact results, both paths still timed,
+// every member on member 0's path.
 TEST(ShmComm, ThePathTakesNoTimeFromAnotherChoosersTry) {
   std::unique_ptr<ShmComm> shm =
       MakeShm(int64_t{4} << 20, 60, /*peer_reads=*/false, /*backend_min_bytes=*/4096);
