@@ -63,14 +63,13 @@ StoreChooser::Choice ShmComm::ChoosePath(int64_t bytes, int64_t parity, bool ope
 }
 
 // Member 0 took the second path (`other`) or not for a call it chose `way`
-// for, from `start` to now: timed only where every member could take either
-// (`open`, OpenEverywhere) and the call timed nothing else (`alone`: the
-// slots did not try stores or a placement not in use, whose cost is not the
-// path's). Otherwise the choice is taken back: the chooser's turn (a try, a
-// sample) goes to the next call that can. Whether it was timed.
-bool ShmComm::RecordPath(StoreChooser::Choice way, bool other, bool open, bool alone, int64_t bytes,
+// for, from `start` to now. `timed`: every member could take either
+// (OpenEverywhere) and the call timed nothing else (the slots did not try
+// stores or a placement not in use, whose cost is not the path's).
+// Otherwise the choice is taken back: the chooser's turn (a try, a sample)
+// goes to the next call that can. Whether it was timed.
+bool ShmComm::RecordPath(StoreChooser::Choice way, bool other, bool timed, int64_t bytes,
                          std::chrono::steady_clock::time_point start) {
-  const bool timed = open && alone;
   if (!timed && unchosen_) path_ = *unchosen_;
   if (rank() != 0 || forced_ >= 0 || !timed || other != way.stream) return false;
   const std::chrono::duration<double, std::nano> ns = std::chrono::steady_clock::now() - start;

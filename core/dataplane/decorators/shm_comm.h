@@ -264,7 +264,7 @@ class ShmComm : public ForwardingComm {
   // never where any member's are all in shared buffers).
   bool OpenEverywhere(int64_t parity) const;
   StoreChooser::Choice ChoosePath(int64_t bytes, int64_t parity, bool open);
-  bool RecordPath(StoreChooser::Choice way, bool other, bool open, bool alone, int64_t bytes,
+  bool RecordPath(StoreChooser::Choice way, bool other, bool timed, int64_t bytes,
                   std::chrono::steady_clock::time_point start);
   bool OtherChosen(int64_t parity) const;
   struct BackendCall;

@@ -212,7 +212,7 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
     HVD_RETURN_IF_ERROR(OtherIsBackend()
                             ? RunBackend(regions, c.starts, count, dt, op, post)
                             : RunDirect(regions, c.starts, count, dt, op, post, parity));
-    RecordPath(way, true, open_everywhere, true, count * es, start);
+    RecordPath(way, true, open_everywhere, count * es, start);
     return Status::OK();
   }
   if (members_mapped > 0) {  // some are, some not: through the slots, A(first) one barrier late
@@ -238,7 +238,8 @@ Status ShmComm::RunShared(const std::vector<DirectRegion>& regions, int64_t coun
   round_ = last + 1;
   timer.Done(!turns_tried);
   const bool tried = turns_tried || stores_tried;
-  path_timed_tries_ += RecordPath(way, false, open_everywhere, !tried, count * es, start) && tried;
+  path_timed_tries_ +=
+      RecordPath(way, false, open_everywhere && !tried, count * es, start) && tried;
   return Status::OK();
 }
 
