@@ -8,7 +8,6 @@ change of hvd's choices or without one (the machine).
     mpirun --allow-run-as-root --oversubscribe -np 2 /usr/bin/python3 \\
         bench/notebook/torch_mode_probe.py resnet101,mobilenet_v3_large 40
 """
-import math
 import os
 import sys
 import time
@@ -21,7 +20,7 @@ import torch  # noqa: E402
 from mpi4py import MPI  # noqa: E402
 
 import hvd.torch as hvd  # noqa: E402
-from launch_bench import read_shapes  # noqa: E402
+from launch_bench import numel, read_shapes  # noqa: E402
 
 
 def main():
@@ -30,8 +29,7 @@ def main():
     rank = hvd.rank()
     sets, iters = sys.argv[1].split(","), int(sys.argv[2])
     for s in sets:
-        counts = [max(1, math.prod(sh)) for sh in read_shapes(
-            os.path.join(SHAPES, "%s_grads.txt" % s))]
+        counts = [numel(sh) for sh in read_shapes(os.path.join(SHAPES, "%s_grads.txt" % s))]
         buf = torch.empty(sum(counts))
         views, off = [], 0
         for c in counts:
